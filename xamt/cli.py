@@ -1,0 +1,296 @@
+"""The ``xamt`` command line: a thin Typer edge over plain functions.
+
+Errors a user can cause are :class:`~xamt.errors.XamtError` subclasses; they are printed as one
+line and turned into their documented exit code here, never shown as a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from xamt import __version__, envs
+from xamt.callspec import parse_keyword, parse_value
+from xamt.errors import UnknownApi, UsageError, WorkerError, XamtError
+from xamt.libraries import check_library, library_names, library_of_api
+from xamt.types import Call, Outcome
+from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
+from xamt.workers.protocol import BFloat16, DType, Opaque
+
+app = typer.Typer(
+    help="Cross-framework differential fuzzer for deep-learning library APIs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+env_app = typer.Typer(help="Build and inspect per-library environments.", no_args_is_help=True)
+app.add_typer(env_app, name="env")
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handles_errors(fn: F) -> F:
+    """Turn XamtError into a one-line message and its exit code; Ctrl-C into exit 130."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except XamtError as exc:
+            err.print(f"[bold red]error:[/] {exc}", markup=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        out.print(f"xamt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback,
+                                          is_eager=True, help="Show the version and exit.")] = False,
+) -> None:
+    """xamt: run equivalent APIs of numpy, torch, tensorflow, jax, paddle, mindspore and mxnet
+    on the same inputs and report crashes and disagreements."""
+
+
+# --- env -------------------------------------------------------------------------------------
+VariantOpt = Annotated[str, typer.Option("--variant", envvar="XAMT_VARIANT",
+                                         help="Environment variant: cpu or cuda.")]
+
+
+def _libraries(names: list[str] | None, all_: bool) -> list[str]:
+    if all_:
+        return list(library_names())
+    if not names:
+        raise UsageError("name the libraries to use, or pass --all "
+                         f"(known: {', '.join(library_names())})")
+    return [check_library(n) for n in dict.fromkeys(names)]
+
+
+def verify_env(lib: str, python: str) -> str:
+    """Start the library's worker once; raise if the library does not load."""
+    with WorkerPool({lib: python}) as pool:
+        hello = pool.start()[lib]
+    return hello.version
+
+
+@env_app.command("install")
+@handles_errors
+def env_install(
+    libraries: Annotated[list[str] | None, typer.Argument(help="Libraries to install.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Install every known library.")] = False,
+    variant: VariantOpt = "cpu",
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if up to date.")] = False,
+    installer: Annotated[str, typer.Option(help="auto (uv if present), uv or pip.")] = "auto",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only the summary.")] = False,
+) -> None:
+    """Build each library's virtualenv under XAMT_HOME from images/<lib>/requirements-<variant>.txt.
+
+    Idempotent: an environment built from the same spec is kept (instant); a changed spec
+    rebuilds it; an interrupted build is never taken for a healthy one.
+    """
+    if installer not in ("auto", "uv", "pip"):
+        raise UsageError(f"unknown installer {installer!r}; choose auto, uv or pip")
+    libs = _libraries(libraries, all_)
+    envs.check_variant(variant)
+    failures = []
+    for i, lib in enumerate(libs, 1):
+        before = envs.status(lib, variant)
+        label = f"[{i}/{len(libs)}] {lib}"
+        if before.state == "ready" and not force:
+            out.print(f"{label}: up to date ({before.path})")
+            continue
+        out.print(f"{label}: building ({before.state}) in {envs.env_dir(lib, variant)}")
+
+        def show(line: str, label: str = label) -> None:
+            if not quiet:
+                out.print(f"  {line}", markup=False)
+
+        try:
+            st = envs.install(lib, variant, force=force, installer=installer, progress=show,
+                              verify=verify_env)
+        except XamtError as exc:
+            err.print(f"{label}: [red]failed[/]: {exc}")
+            failures.append(lib)
+            continue
+        info = envs.marker_info(st)
+        out.print(f"{label}: [green]ready[/] {info.get('version', '')} "
+                  f"in {info.get('seconds', '?')} s")
+    if failures:
+        raise envs.InstallFailed(f"could not build: {', '.join(failures)}")
+
+
+@env_app.command("list")
+@handles_errors
+def env_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    variant: VariantOpt = "cpu",
+    check: Annotated[bool, typer.Option(help="Start each worker to check that it imports.")] = True,
+) -> None:
+    """Show each library's environment: state, version, interpreter, imports, dtypes."""
+    envs.check_variant(variant)
+    statuses = [envs.status(lib, variant) for lib in library_names()]
+    checked: dict[str, dict[str, Any]] = {}
+    if check:
+        checked = _check_imports({s.library: s.python for s in statuses if s.usable})
+    rows = []
+    for st in statuses:
+        row: dict[str, Any] = {**envs.as_dict(st), "installed": st.usable}
+        row.update(checked.get(st.library, {"imports": None, "version": None, "dtypes": []}))
+        if not row.get("version"):
+            row["version"] = envs.marker_info(st).get("version") or None
+        rows.append(row)
+    if as_json:
+        out.print(json.dumps(rows, indent=2), markup=False)
+        return
+    table = Table("library", "state", "version", "imports", "dtypes", "interpreter")
+    for row in rows:
+        imports = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[row["imports"]]
+        table.add_row(row["library"], row["state"], row["version"] or "-", imports,
+                      str(len(row["dtypes"])) if row["dtypes"] else "-", row["python"])
+    out.print(table)
+    for row in rows:
+        if row.get("error"):
+            err.print(f"{row['library']}: {row['error']}", markup=False)
+
+
+def _check_imports(pythons: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Start all workers in parallel; report per library whether it loaded."""
+    result: dict[str, dict[str, Any]] = {}
+    if not pythons:
+        return result
+    pool = WorkerPool(pythons)
+    try:
+        for worker in pool.workers.values():
+            try:
+                worker.start()
+            except WorkerError as exc:
+                result[worker.library] = {"imports": False, "error": str(exc), "dtypes": []}
+        for lib in pythons:
+            if lib in result:
+                continue
+            try:
+                hello = pool.ready(lib)
+                result[lib] = {"imports": True, "version": hello.version,
+                               "dtypes": list(hello.dtypes), "numpy": hello.numpy}
+            except WorkerError as exc:
+                result[lib] = {"imports": False, "error": str(exc), "dtypes": []}
+    finally:
+        pool.close()
+    return result
+
+
+# --- call ------------------------------------------------------------------------------------
+@app.command("call")
+@handles_errors
+def call(
+    apis: Annotated[list[str], typer.Argument(
+        help="Fully qualified APIs, one per library: numpy.add torch.add tensorflow.math.add ...")],
+    arg: Annotated[list[str] | None, typer.Option(
+        "--arg", "-a", help="A positional argument, e.g. 'randn(2,3):float32', '[1,nan]:float64', "
+        "'(0,1)', '@int64', '2'. Repeat for more.")] = None,
+    kwarg: Annotated[list[str] | None, typer.Option(
+        "--kwarg", "-k", help="A keyword argument NAME=VALUE. Repeat for more.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for generated arrays and the libraries.")] = 0,
+    deadline: Annotated[float, typer.Option(help="Seconds a call may take (then: hang).")]
+    = DEFAULT_DEADLINE,
+    variant: VariantOpt = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Run one call on several libraries and show what each returned or raised, side by side.
+
+    Every API gets the same arguments. Exit code 0 when every library answered (returning,
+    raising or crashing are all answers); 5 when an API does not exist.
+    """
+    if deadline <= 0:
+        raise UsageError("--deadline must be positive")
+    rng = np.random.default_rng(seed)
+    args = tuple(parse_value(a, rng) for a in arg or [])
+    kwargs = dict(parse_keyword(k, rng) for k in kwarg or [])
+    by_lib: dict[str, str] = {}
+    for api in apis:
+        lib = library_of_api(api)
+        if lib in by_lib:
+            raise UsageError(f"two APIs of {lib} ({by_lib[lib]}, {api}); give one per library")
+        by_lib[lib] = api
+    pythons = {lib: envs.interpreter(lib, variant) for lib in by_lib}
+    with WorkerPool(pythons, deadline=deadline, memory_cap=DEFAULT_MEMORY_CAP) as pool:
+        pool.start()
+        outcomes = pool.fanout({lib: Call(api=api, args=args, kwargs=kwargs, seed=seed)
+                                for lib, api in by_lib.items()})
+        versions = {lib: h.version for lib, h in pool.hellos().items()}
+    if as_json:
+        out.print(json.dumps([_outcome_json(o, versions.get(o.library)) for o in
+                              outcomes.values()], indent=2), markup=False)
+    else:
+        _print_outcomes(list(outcomes.values()), versions)
+    unknown = [o for o in outcomes.values() if o.status == "unknown-api"]
+    if unknown:
+        raise UnknownApi("; ".join(o.detail for o in unknown))
+
+
+def summarize(value: Any, limit: int = 160) -> str:
+    """A short human summary of an output value."""
+    if isinstance(value, BFloat16):
+        return "bfloat16" + summarize(value.values, limit).removeprefix("float32")
+    if isinstance(value, np.ndarray):
+        body = np.array2string(value, threshold=12, edgeitems=2, precision=6,
+                               separator=", ", max_line_width=10_000).replace("\n", "")
+        text = f"{value.dtype}{list(value.shape)} {body}"
+    elif isinstance(value, tuple):
+        text = "(" + ", ".join(summarize(v, limit) for v in value) + ")"
+    elif isinstance(value, list):
+        text = "[" + ", ".join(summarize(v, limit) for v in value) + "]"
+    elif isinstance(value, Opaque):
+        text = f"<{value.type}> {value.repr}"
+    elif isinstance(value, DType):
+        text = f"@{value.name}"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _outcome_text(o: Outcome) -> str:
+    if o.status == "ok":
+        return summarize(o.value)
+    if o.error is not None:
+        return f"{o.error.type}: {o.error.message.strip().splitlines()[0] if o.error.message else ''}"[:200]
+    if o.signal:
+        return f"killed by {o.signal}"
+    return (o.detail.strip().splitlines() or [""])[-1][:200]
+
+
+def _print_outcomes(outcomes: list[Outcome], versions: dict[str, str]) -> None:
+    table = Table("library", "api", "status", "result", show_lines=False)
+    colors = {"ok": "green", "error": "yellow", "unsupported": "blue"}
+    for o in outcomes:
+        color = colors.get(o.status, "red")
+        table.add_row(f"{o.library} {versions.get(o.library, '')}", o.api,
+                      f"[{color}]{o.status}[/]", _outcome_text(o).replace("[", r"\["))
+    out.print(table)
+
+
+def _outcome_json(o: Outcome, version: str | None) -> dict[str, Any]:
+    return {
+        "library": o.library, "version": version, "api": o.api, "status": o.status,
+        "result": _outcome_text(o), "signal": o.signal,
+        "error": None if o.error is None else {"type": o.error.type, "message": o.error.message},
+    }

@@ -1,0 +1,49 @@
+"""Errors a user can hit, each with a documented exit code (see README, "Exit codes").
+
+The CLI turns these into a one-line message and the exit code; it never shows a traceback for
+them. Messages say what happened and what to do.
+"""
+
+from __future__ import annotations
+
+
+class XamtError(Exception):
+    """Base class: a failure explained to the user. ``exit_code`` is what the CLI returns."""
+
+    exit_code = 1
+
+
+class UsageError(XamtError):
+    """A malformed option or argument."""
+
+    exit_code = 2
+
+
+class UnknownLibrary(XamtError):
+    """A library name xamt does not know."""
+
+    exit_code = 3
+
+
+class EnvironmentMissing(XamtError):
+    """A library's environment is not installed, is stale, or its interpreter is missing."""
+
+    exit_code = 4
+
+
+class UnknownApi(XamtError):
+    """An API path that does not name a callable of its library."""
+
+    exit_code = 5
+
+
+class WorkerError(XamtError):
+    """A worker could not start or broke the protocol (not an outcome of a call)."""
+
+    exit_code = 6
+
+
+class InstallFailed(XamtError):
+    """Building a library environment failed; nothing that looks healthy was left behind."""
+
+    exit_code = 7

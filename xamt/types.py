@@ -1,0 +1,61 @@
+"""Frozen records that cross process boundaries: calls and their outcomes.
+
+Records hold plain data only (numpy arrays, scalars, tuples, dtype names); no library objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# What a call can come to. The first five are answers from a live worker; the last three are
+# what the pool concludes when a worker dies, misses its deadline, or runs out of memory.
+STATUSES = (
+    "ok",           # returned a value
+    "error",        # raised an exception
+    "unsupported",  # the library cannot represent an input (e.g. a dtype it lacks)
+    "unknown-api",  # the API path names nothing callable in the library
+    "bad-request",  # the request did not follow the protocol
+    "crash",        # the worker died (signal or exit) during the call
+    "hang",         # the call missed its deadline; the worker was killed
+    "resource",     # an allocation beyond the memory cap
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call:
+    """One API call: a dotted path, arguments made of arrays, scalars, tuples, None, dtypes."""
+
+    api: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorInfo:
+    """An exception raised by a library, as data."""
+
+    type: str
+    module: str = ""
+    message: str = ""
+    traceback: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What one library did with one call."""
+
+    library: str
+    api: str
+    status: str
+    value: Any = None
+    error: ErrorInfo | None = None
+    signal: str | None = None
+    exit_code: int | None = None
+    seconds: float | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"

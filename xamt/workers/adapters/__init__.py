@@ -1,0 +1,1 @@
+"""Library adapters: one module per library, loaded by name inside its worker."""

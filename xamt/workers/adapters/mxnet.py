@@ -1,0 +1,58 @@
+"""mxnet 1.9: legacy ``mx.nd`` arrays, or ``mx.np`` arrays for ``mxnet.np``/``npx`` APIs.
+
+numpy semantics for shapes (0 is a size, not "unknown") are switched on for both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..protocol import BFloat16
+from .base import Adapter, pin_threads
+
+NUMPY_NAMESPACES = ("mxnet.np.", "mxnet.numpy.", "mxnet.npx.", "mx.np.", "mx.npx.")
+
+
+class MxnetAdapter(Adapter):
+    name = "mxnet"
+    roots = ("mxnet", "mx")
+    namespaces = ("mxnet.nd", "mxnet.np", "mxnet.npx")
+
+    def load(self) -> None:
+        pin_threads()
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import mxnet
+
+        mxnet.util.set_np_shape(True)
+        self.lib = mxnet
+        self.dtypes = {
+            n: np.dtype(n)
+            for n in ("bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64")
+        }
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        self.lib.random.seed(seed)
+
+    def native_dtype(self, name: str) -> Any:
+        return self.dtypes.get(name)
+
+    def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
+        assert isinstance(value, np.ndarray)
+        if api.startswith(NUMPY_NAMESPACES):
+            return self.lib.np.array(value, dtype=value.dtype)
+        return self.lib.nd.array(value, dtype=value.dtype)
+
+    def is_native(self, obj: Any) -> bool:
+        return isinstance(obj, self.lib.nd.NDArray)  # mx.np.ndarray is a subclass
+
+    def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
+        return np.asarray(obj.asnumpy())
+
+
+ADAPTER = MxnetAdapter

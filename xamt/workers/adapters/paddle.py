@@ -1,0 +1,58 @@
+"""paddle: CPU place; numpy uint16 would become bfloat16, so bfloat16 goes through float32."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ..protocol import BFloat16
+from .base import Adapter, pin_threads
+
+
+class PaddleAdapter(Adapter):
+    name = "paddle"
+    roots = ("paddle",)
+    namespaces = ("paddle", "paddle.nn.functional", "paddle.linalg", "paddle.fft")
+
+    def load(self) -> None:
+        pin_threads()
+        os.environ.setdefault("GLOG_minloglevel", "3")
+        os.environ.setdefault("FLAGS_call_stack_level", "1")
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import paddle
+
+        paddle.set_device("cpu")
+        self.lib = paddle
+        self.dtypes = {
+            n: getattr(paddle, n, None)
+            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16",
+                      "bfloat16", "float32", "float64", "complex64", "complex128")
+        }
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        self.lib.seed(seed)
+
+    def native_dtype(self, name: str) -> Any:
+        return self.dtypes.get(name)
+
+    def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
+        if isinstance(value, BFloat16):
+            return self.lib.to_tensor(value.values.copy()).astype("bfloat16")
+        return self.lib.to_tensor(value.copy(), dtype=self.dtypes[name])
+
+    def is_native(self, obj: Any) -> bool:
+        return isinstance(obj, self.lib.Tensor)
+
+    def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
+        if obj.dtype == self.lib.bfloat16:
+            return BFloat16(obj.astype("float32").numpy())
+        return np.asarray(obj.numpy())
+
+
+ADAPTER = PaddleAdapter

@@ -1,0 +1,53 @@
+"""torch: CPU tensors; numpy conversion by copy (torch rejects negative strides)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..protocol import BFloat16
+from .base import Adapter, pin_threads
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+    roots = ("torch",)
+    namespaces = ("torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special")
+
+    def load(self) -> None:
+        pin_threads()
+        import torch
+
+        torch.set_num_threads(1)
+        self.lib = torch
+        self.dtypes = {
+            n: getattr(torch, n, None)
+            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+                      "complex128")
+        }
+
+    def seed(self, seed: int) -> None:
+        super().seed(seed)
+        self.lib.manual_seed(seed)
+
+    def native_dtype(self, name: str) -> Any:
+        return self.dtypes.get(name)
+
+    def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
+        if isinstance(value, BFloat16):
+            return self.lib.from_numpy(value.values.copy()).to(self.lib.bfloat16)
+        return self.lib.from_numpy(value.copy())
+
+    def is_native(self, obj: Any) -> bool:
+        return isinstance(obj, self.lib.Tensor)
+
+    def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
+        t = obj.detach().cpu().resolve_conj().resolve_neg()
+        if t.dtype == self.lib.bfloat16:
+            return BFloat16(t.to(self.lib.float32).numpy())
+        return t.numpy()
+
+
+ADAPTER = TorchAdapter

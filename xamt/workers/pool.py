@@ -1,0 +1,533 @@
+"""The orchestrator's worker pool: one long-lived worker process per library.
+
+The pool starts workers in parallel, fans calls out to all libraries at once and multiplexes
+their replies with ``select`` on one thread. Whatever a library does becomes an
+:class:`~xamt.types.Outcome`: a death is a *crash* (with the signal) attributed to the exact
+call, also inside a batch; a missed deadline is a *hang*; an allocation beyond the memory cap is
+a *resource* outcome. The worker is then restarted and the rest of its batch goes on.
+
+Note:
+    Workers ask the kernel to kill them when the thread that started them dies
+    (``PR_SET_PDEATHSIG``) and also watch their parent: use a pool from one long-lived thread.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xamt.errors import WorkerError
+from xamt.types import Call, ErrorInfo, Outcome
+from xamt.workers import protocol
+from xamt.workers.protocol import RESOURCE_PATTERNS
+
+SERVER = Path(__file__).with_name("server.py")
+DEFAULT_DEADLINE = 10.0
+DEFAULT_STARTUP_TIMEOUT = 180.0
+DEFAULT_MEMORY_CAP = 4 << 30
+STDERR_TAIL = 4096
+# Environment of every worker: one thread each, quiet logs, CPU only.
+WORKER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+    "GLOG_v": "3",
+    "GLOG_minloglevel": "3",
+    "JAX_PLATFORMS": "cpu",
+    "JAX_ENABLE_X64": "1",
+    "CUDA_VISIBLE_DEVICES": "",
+    "PYTHONHASHSEED": "0",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONWARNINGS": "ignore",
+}
+
+
+@dataclass
+class Hello:
+    """What a worker says about itself when it starts."""
+
+    library: str
+    version: str
+    numpy: str
+    python: str
+    device: str
+    dtypes: tuple[str, ...]
+    pid: int
+
+
+class _Died(Exception):
+    pass
+
+
+class _TimedOut(Exception):
+    pass
+
+
+@dataclass
+class Worker:
+    """One worker process and its read buffer."""
+
+    library: str
+    python: str
+    memory_cap: int
+    log_dir: Path
+    testing: bool = False
+    proc: subprocess.Popen[bytes] | None = None
+    hello: Hello | None = None
+    buffer: bytearray = field(default_factory=bytearray)
+    starts: int = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"{self.library}.stderr.log"
+
+    def start(self) -> None:
+        """Launch the process and queue a hello; does not wait for it."""
+        env = {**os.environ, **WORKER_ENV}
+        env.pop("PYTHONPATH", None)
+        if self.testing:
+            env["XAMT_WORKER_TESTING"] = "1"
+        cmd = [self.python, "-E", "-s", str(SERVER), "--lib", self.library,
+               "--parent", str(os.getpid()), "--memory-cap", str(self.memory_cap)]
+        with open(self.log_path, "ab") as log:
+            try:
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                    env=env, start_new_session=True, close_fds=True,
+                )
+            except OSError as exc:
+                raise WorkerError(
+                    f"cannot start the {self.library} worker with {self.python}: {exc}; "
+                    f"run `xamt env install {self.library}`"
+                ) from None
+        os.set_blocking(self.proc.stdout.fileno(), False)  # type: ignore[union-attr]
+        self.buffer.clear()
+        self.hello = None
+        self.starts += 1
+        self.send({"op": "hello"})
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def send(self, header: dict[str, Any], values: dict[str, Any] | None = None) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(protocol.encode(header, values))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # it died; the read side reports the death
+
+    def fileno(self) -> int:
+        assert self.proc is not None and self.proc.stdout is not None
+        return self.proc.stdout.fileno()
+
+    def pump(self) -> bool:
+        """Read what is available; False at end of file (the worker died)."""
+        try:
+            chunk = os.read(self.fileno(), 1 << 20)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        self.buffer += chunk
+        return True
+
+    def next_frame(self) -> dict[str, Any] | None:
+        """Pop one complete frame from the buffer, decoded; None if incomplete."""
+        size = protocol.PREFIX.size
+        if len(self.buffer) < size:
+            return None
+        hlen, plen = protocol.parse_prefix(bytes(self.buffer[:size]))
+        end = size + hlen + plen
+        if len(self.buffer) < end:
+            return None
+        header = bytes(self.buffer[size : size + hlen])
+        payload = bytes(self.buffer[size + hlen : end])
+        del self.buffer[:end]
+        return protocol.decode(header, payload, ("value",))
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started; reap it."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.reap()
+
+    def reap(self) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        return code
+
+    def stderr_tail(self) -> str:
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - STDERR_TAIL))
+                return fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+
+class WorkerPool:
+    """Workers for several libraries, driven from one thread.
+
+    Args:
+        pythons: library name -> interpreter of that library's environment.
+        deadline: seconds one call may take before it is a hang.
+        memory_cap: extra address space a worker may allocate after loading its library.
+    """
+
+    def __init__(
+        self,
+        pythons: Mapping[str, str],
+        *,
+        deadline: float = DEFAULT_DEADLINE,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        memory_cap: int = DEFAULT_MEMORY_CAP,
+        log_dir: Path | None = None,
+        testing: bool = False,
+    ) -> None:
+        self.deadline = deadline
+        self.startup_timeout = startup_timeout
+        self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="xamt-workers-")
+        self.log_dir = Path(log_dir or self._tmp.name)  # type: ignore[union-attr]
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.workers = {
+            lib: Worker(lib, py, memory_cap, self.log_dir, testing) for lib, py in pythons.items()
+        }
+        self._next_id = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> dict[str, Hello]:
+        """Start every worker in parallel and wait until each has said hello."""
+        for worker in self.workers.values():
+            if not worker.alive:
+                worker.start()
+        deadline = time.monotonic() + self.startup_timeout
+        for worker in self.workers.values():
+            self._await_hello(worker, deadline)
+        return {lib: w.hello for lib, w in self.workers.items() if w.hello is not None}
+
+    def close(self) -> None:
+        """Ask each worker to exit, then kill whatever is left. Leaves no process behind."""
+        for worker in self.workers.values():
+            if worker.alive:
+                worker.send({"op": "shutdown"})
+                try:
+                    assert worker.proc is not None and worker.proc.stdin is not None
+                    worker.proc.stdin.close()
+                except OSError:
+                    pass
+        end = time.monotonic() + 2.0
+        for worker in self.workers.values():
+            if worker.proc is not None:
+                try:
+                    worker.proc.wait(timeout=max(0.0, end - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+                worker.kill()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def ready(self, library: str) -> Hello:
+        """Start ``library``'s worker if needed and wait for its hello."""
+        worker = self._ready(library)
+        assert worker.hello is not None
+        return worker.hello
+
+    def hellos(self) -> dict[str, Hello]:
+        return {lib: w.hello for lib, w in self.workers.items() if w.hello is not None}
+
+    # --- calls -----------------------------------------------------------------------------
+    def call(self, library: str, call: Call) -> Outcome:
+        return self.run({library: [call]})[library][0]
+
+    def batch(self, library: str, calls: Sequence[Call]) -> list[Outcome]:
+        return self.run({library: calls})[library]
+
+    def fanout(self, calls: Mapping[str, Call]) -> dict[str, Outcome]:
+        """One call per library, all libraries concurrently."""
+        results = self.run({lib: [c] for lib, c in calls.items()})
+        return {lib: outs[0] for lib, outs in results.items()}
+
+    def describe(self, library: str, namespaces: Sequence[str] | None = None) -> dict[str, Any]:
+        """The API inventory of a library (see :mod:`xamt.workers.inventory`)."""
+        worker = self._ready(library)
+        rid = self._rid()
+        worker.send({"op": "describe", "id": rid, "namespaces": list(namespaces or [])})
+        return self._read_until(worker, time.monotonic() + 600, "describe")
+
+    def run(self, batches: Mapping[str, Sequence[Call]]) -> dict[str, list[Outcome]]:
+        """Run each library's calls in order, all libraries at once; one outcome per call."""
+        results: dict[str, list[Outcome | None]] = {}
+        states: dict[str, _BatchState] = {}
+        for lib, calls in batches.items():
+            if lib not in self.workers:
+                raise WorkerError(f"no worker for {lib!r} in this pool")
+            results[lib] = [None] * len(calls)
+            if calls:
+                states[lib] = _BatchState(calls=list(calls), start=0)
+                self._submit(lib, states[lib])
+        while states:
+            self._step(states, results)
+        return {lib: [o for o in outs if o is not None] for lib, outs in results.items()}
+
+    # --- internals -------------------------------------------------------------------------
+    def _rid(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _ready(self, library: str) -> Worker:
+        worker = self.workers[library]
+        if not worker.alive:
+            worker.start()
+        if worker.hello is None:
+            self._await_hello(worker, time.monotonic() + self.startup_timeout)
+        return worker
+
+    def _await_hello(self, worker: Worker, deadline: float) -> None:
+        while worker.hello is None:
+            self._read_until(worker, deadline, "hello")
+
+    def _read_until(self, worker: Worker, deadline: float, op: str) -> dict[str, Any]:
+        """Read frames until one with ``op`` arrives; raise WorkerError on death or timeout."""
+        while True:
+            try:
+                frame = self._next(worker, deadline)
+            except _Died:
+                raise WorkerError(self._startup_failure(worker)) from None
+            except _TimedOut:
+                worker.kill()
+                raise WorkerError(f"the {worker.library} worker did not answer {op!r} in time") from None
+            if frame["op"] == "hello":
+                worker.hello = _hello(frame)
+            if frame["op"] == "fatal":
+                worker.kill()
+                err = frame.get("error", {})
+                raise WorkerError(
+                    f"the {worker.library} worker failed to load its library: "
+                    f"{err.get('type')}: {err.get('message')}; check `xamt env list`"
+                )
+            if frame["op"] == op:
+                return frame
+
+    def _startup_failure(self, worker: Worker) -> str:
+        code = worker.reap()
+        tail = worker.stderr_tail().strip().splitlines()[-3:]
+        return (f"the {worker.library} worker exited ({_describe_exit(code)}) before it was "
+                f"ready: {' | '.join(tail) or 'no output'}; check `xamt env list`")
+
+    def _next(self, worker: Worker, deadline: float) -> dict[str, Any]:
+        """The next frame from one worker, waiting at most until ``deadline``."""
+        while True:
+            try:
+                frame = worker.next_frame()
+            except protocol.ProtocolError as exc:
+                worker.kill()
+                raise WorkerError(f"the {worker.library} worker broke the protocol: {exc}") from None
+            if frame is not None:
+                return frame
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _TimedOut
+            ready, _, _ = select.select([worker.fileno()], [], [], remaining)
+            if ready and not worker.pump():
+                raise _Died
+
+    def _submit(self, lib: str, state: _BatchState) -> None:
+        worker = self.workers[lib]
+        if not worker.alive:
+            worker.start()
+        state.rid = self._rid()
+        pending = state.calls[state.start :]
+        state.index = state.start
+        state.deadline = None  # set once the worker is ready
+        state.single = len(pending) == 1
+        if state.single:
+            c = pending[0]
+            worker.send({"op": "call", "id": state.rid, "api": c.api, "seed": c.seed},
+                        {"args": list(c.args), "kwargs": dict(c.kwargs)})
+        else:
+            worker.send({"op": "batch", "id": state.rid},
+                        {"calls": [_call_value(c) for c in pending]})
+        if worker.hello is not None:
+            state.deadline = time.monotonic() + self.deadline
+        else:
+            state.deadline = time.monotonic() + self.startup_timeout + self.deadline
+
+    def _step(self, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]) -> None:
+        """Wait for any worker to make progress and record what it did."""
+        # Frames already buffered first: select() cannot see them.
+        for lib in list(states):
+            self._drain(lib, states, results)
+        if not states:
+            return
+        now = time.monotonic()
+        timeout = max(0.0, min(s.deadline for s in states.values()) - now)  # type: ignore[type-var]
+        fds = {self.workers[lib].fileno(): lib for lib in states}
+        ready, _, _ = select.select(list(fds), [], [], timeout)
+        for fd in ready:
+            lib = fds[fd]
+            if not self.workers[lib].pump():
+                self._on_death(lib, states, results)
+            else:
+                self._drain(lib, states, results)
+        now = time.monotonic()
+        for lib in list(states):
+            state = states[lib]
+            if state.deadline is not None and now >= state.deadline:
+                self._on_hang(lib, states, results)
+
+    def _drain(self, lib: str, states: dict[str, _BatchState],
+               results: dict[str, list[Outcome | None]]) -> None:
+        worker = self.workers[lib]
+        while lib in states:
+            state = states[lib]
+            try:
+                frame = worker.next_frame()
+            except protocol.ProtocolError as exc:
+                worker.kill()
+                self._fail_current(lib, states, results, "crash", f"protocol error: {exc}")
+                return
+            if frame is None:
+                return
+            op = frame.get("op")
+            if op == "hello":
+                worker.hello = _hello(frame)
+                state.deadline = time.monotonic() + self.deadline
+            elif op == "fatal":
+                worker.kill()
+                err = frame.get("error", {})
+                raise WorkerError(f"the {lib} worker failed to load its library: "
+                                  f"{err.get('type')}: {err.get('message')}")
+            elif op == "result" and frame.get("id") == state.rid:
+                call = state.calls[state.index]
+                results[lib][state.index] = _outcome(lib, call, frame)
+                state.index += 1
+                state.deadline = time.monotonic() + self.deadline
+                if state.index == len(state.calls) and state.single:
+                    del states[lib]  # a single call has no "done" frame
+            elif op == "done" and frame.get("id") == state.rid:
+                del states[lib]
+            elif op == "error":
+                raise WorkerError(f"the {lib} worker rejected a request: {frame.get('reason')}")
+
+    def _on_death(self, lib: str, states: dict[str, _BatchState],
+                  results: dict[str, list[Outcome | None]]) -> None:
+        worker = self.workers[lib]
+        code = worker.reap()
+        tail = worker.stderr_tail()
+        if worker.hello is None:  # died while loading its library: the environment is broken
+            raise WorkerError(self._startup_failure(worker))
+        status = "resource" if RESOURCE_PATTERNS.search(tail[-1500:]) else "crash"
+        self._fail_current(lib, states, results, status, tail, code)
+
+    def _on_hang(self, lib: str, states: dict[str, _BatchState],
+                 results: dict[str, list[Outcome | None]]) -> None:
+        worker = self.workers[lib]
+        worker.kill()
+        if worker.hello is None:
+            raise WorkerError(f"the {lib} worker did not start within {self.startup_timeout:.0f} s")
+        self._fail_current(lib, states, results, "hang",
+                           f"no answer within {self.deadline:g} s; worker killed")
+
+    def _fail_current(self, lib: str, states: dict[str, _BatchState],
+                      results: dict[str, list[Outcome | None]], status: str, detail: str,
+                      code: int | None = None) -> None:
+        """Record the in-flight call as failed, restart the worker, resubmit the rest."""
+        state = states[lib]
+        call = state.calls[state.index]
+        results[lib][state.index] = Outcome(
+            library=lib, api=call.api, status=status, detail=detail[-STDERR_TAIL:],
+            signal=_signal_name(code), exit_code=code,
+        )
+        state.start = state.index + 1
+        self.workers[lib].start()  # restart now; the hello is read with the next frames
+        if state.start >= len(state.calls):
+            del states[lib]
+        else:
+            self._submit(lib, state)
+
+
+@dataclass
+class _BatchState:
+    calls: list[Call]
+    start: int
+    index: int = 0
+    rid: int = 0
+    single: bool = False
+    deadline: float | None = None
+
+
+def _call_value(call: Call) -> dict[str, Any]:
+    return {"api": call.api, "args": list(call.args), "kwargs": dict(call.kwargs),
+            "seed": call.seed}
+
+
+def _hello(frame: dict[str, Any]) -> Hello:
+    if frame.get("protocol") != protocol.PROTOCOL_VERSION:
+        raise WorkerError(f"worker speaks protocol {frame.get('protocol')}, "
+                          f"xamt speaks {protocol.PROTOCOL_VERSION}")
+    return Hello(library=frame["library"], version=frame["version"], numpy=frame["numpy"],
+                 python=frame["python"], device=frame["device"],
+                 dtypes=tuple(frame["dtypes"]), pid=frame["pid"])
+
+
+def _outcome(lib: str, call: Call, frame: dict[str, Any]) -> Outcome:
+    err = frame.get("error")
+    return Outcome(
+        library=lib,
+        api=call.api,
+        status=frame["status"],
+        value=frame.get("value"),
+        error=ErrorInfo(**err) if err else None,
+        seconds=frame.get("seconds"),
+        detail=frame.get("reason", ""),
+    )
+
+
+def _signal_name(code: int | None) -> str | None:
+    if code is None or code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"SIG{-code}"
+
+
+def _describe_exit(code: int | None) -> str:
+    name = _signal_name(code)
+    return f"signal {name}" if name else f"exit code {code}"

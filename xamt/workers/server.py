@@ -1,0 +1,362 @@
+"""The worker: runs inside one library's environment and serves calls over stdin/stdout.
+
+Started by the pool as ``<env python> -E -s .../xamt/workers/server.py --lib NAME``. It imports
+the standard library, numpy and its one adapter; xamt's orchestrator dependencies (typer,
+jinja2, PyGithub) are not installed in library environments and are never imported here.
+
+Requests (``op``): ``hello``, ``describe``, ``call``, ``batch``, ``shutdown``. A batch streams
+one reply frame per call as soon as it is done (``{"op": "result", "index": i, ...}``) and a
+final ``{"op": "done"}``, so when the process dies the orchestrator knows which call killed it.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+if __name__ == "__main__":  # make ``xamt.workers`` importable without running ``xamt/__init__``
+    _pkg = types.ModuleType("xamt")
+    _pkg.__path__ = [str(Path(__file__).resolve().parent.parent)]
+    sys.modules.setdefault("xamt", _pkg)
+    sys.path[:] = [p for p in sys.path if p != str(Path(__file__).resolve().parent)]
+
+import argparse  # noqa: E402
+import ctypes  # noqa: E402
+import faulthandler  # noqa: E402
+import importlib  # noqa: E402
+import inspect  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from xamt.workers import protocol  # noqa: E402
+from xamt.workers.adapters.base import Adapter, Unsupported  # noqa: E402
+from xamt.workers.protocol import RESOURCE_PATTERNS, BFloat16, DType, Opaque, ProtocolError  # noqa: E402
+
+TESTING_ROOT = "xamt_testing"
+TRACEBACK_FRAMES = 6
+
+
+class UnknownApi(Exception):
+    """The API path does not name a callable of this library."""
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask the kernel to kill this worker when the orchestrator dies; watch for it too."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="xamt-parent-watch").start()
+
+
+def _cap_memory(extra_bytes: int) -> None:
+    """Cap this process's address space at its current size plus ``extra_bytes``.
+
+    Note:
+        Capping *additional* address space (rather than a total) is what makes one cap fit all
+        libraries: tensorflow and mindspore map gigabytes of virtual memory at import.
+    """
+    if extra_bytes <= 0:
+        return
+    with open("/proc/self/statm") as fh:
+        current = int(fh.read().split()[0]) * resource.getpagesize()
+    limit = current + extra_bytes
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+class Server:
+    """Turns decoded requests into library calls through one adapter."""
+
+    def __init__(self, adapter: Adapter, testing: bool) -> None:
+        self.adapter = adapter
+        self.testing = testing
+        self.cache: dict[str, Any] = {}
+
+    # --- API resolution --------------------------------------------------------------------
+    def resolve(self, api: str) -> Any:
+        fn = self.cache.get(api)
+        if fn is not None:
+            return fn
+        parts = api.split(".")
+        if not api or any(not p.isidentifier() for p in parts):
+            raise UnknownApi(f"{api!r} is not a dotted API path")
+        if parts[0] == TESTING_ROOT and self.testing:
+            from xamt.workers import testing_ops
+
+            obj: Any = testing_ops
+        elif parts[0] in self.adapter.roots:
+            obj = self.adapter.lib
+        else:
+            raise UnknownApi(
+                f"{api!r} is not in {self.adapter.name} (paths start with "
+                f"{' or '.join(self.adapter.roots)})"
+            )
+        module_path = self.adapter.roots[0] if parts[0] != TESTING_ROOT else None
+        for part in parts[1:]:
+            if part.startswith("__"):
+                raise UnknownApi(f"{api!r}: private attribute {part!r}")
+            nxt = getattr(obj, part, None)
+            if nxt is None and module_path is not None and inspect.ismodule(obj):
+                try:
+                    nxt = importlib.import_module(f"{module_path}.{part}")
+                except Exception:  # noqa: BLE001 - any import failure means "no such API"
+                    nxt = None
+            if nxt is None:
+                raise UnknownApi(f"{api!r}: {self.adapter.name} has no attribute {part!r}")
+            obj = nxt
+            module_path = f"{module_path}.{part}" if module_path and inspect.ismodule(obj) else None
+        if not callable(obj):
+            raise UnknownApi(f"{api!r} is not callable")
+        self.cache[api] = obj
+        return obj
+
+    # --- conversion ------------------------------------------------------------------------
+    def to_native(self, value: Any, api: str) -> Any:
+        if isinstance(value, (np.ndarray, BFloat16)):
+            return self.adapter.to_native(value, api)
+        if isinstance(value, DType):
+            return self.adapter.dtype_to_native(value.name)
+        if isinstance(value, tuple):
+            return tuple(self.to_native(v, api) for v in value)
+        if isinstance(value, list):
+            return [self.to_native(v, api) for v in value]
+        if isinstance(value, dict):
+            return {k: self.to_native(v, api) for k, v in value.items()}
+        return value
+
+    def to_wire(self, out: Any, depth: int = 0) -> Any:
+        """Convert a library's output tree to protocol values (arrays, scalars, containers)."""
+        if depth > 32:
+            return Opaque(type(out).__name__, "<nested too deep>")
+        if out is None or isinstance(out, (bool, int, float, complex, str)):
+            return out
+        if isinstance(out, (np.ndarray, np.generic)):
+            arr = np.asarray(out)
+            if arr.dtype.name in protocol.DTYPE_NAMES:
+                return arr
+            return Opaque(f"ndarray[{arr.dtype}]", _short_repr(arr))
+        if self.adapter.is_native(out):
+            try:
+                return self.adapter.native_to_numpy(out)
+            except Exception as exc:  # noqa: BLE001 - e.g. a dtype numpy cannot hold
+                return Opaque(type(out).__name__, f"{_short_repr(out)} ({exc})")
+        if isinstance(out, tuple):  # namedtuples and torch.return_types included
+            return tuple(self.to_wire(v, depth + 1) for v in out)
+        if isinstance(out, list):
+            return [self.to_wire(v, depth + 1) for v in out]
+        if isinstance(out, dict):
+            return {str(k): self.to_wire(v, depth + 1) for k, v in out.items()}
+        return Opaque(type(out).__name__, _short_repr(out))
+
+    # --- requests --------------------------------------------------------------------------
+    def call(self, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Run one call; return (reply header, reply values). Never raises."""
+        api = request.get("api", "")
+        try:
+            if not isinstance(api, str):
+                raise ProtocolError("call.api must be a string")
+            fn = self.resolve(api)
+            args = request.get("args", [])
+            kwargs = request.get("kwargs", {})
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ProtocolError("call.args must be a list and call.kwargs a map")
+            native_args = [self.to_native(a, api) for a in args]
+            native_kwargs = {str(k): self.to_native(v, api) for k, v in kwargs.items()}
+            seed = request.get("seed")
+            if seed is not None:
+                self.adapter.seed(int(seed))
+            start = time.perf_counter()
+            out = self.adapter.materialize(fn(*native_args, **native_kwargs))
+            value = self.to_wire(out)
+            seconds = time.perf_counter() - start
+        except Unsupported as exc:
+            return {"status": "unsupported", "reason": str(exc)}, {}
+        except UnknownApi as exc:
+            return {"status": "unknown-api", "reason": str(exc)}, {}
+        except ProtocolError as exc:
+            return {"status": "bad-request", "reason": str(exc)}, {}
+        except MemoryError as exc:
+            return {"status": "resource", "error": _error_info(exc)}, {}
+        except BaseException as exc:  # noqa: BLE001 - a library may raise anything, SystemExit too
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            info = _error_info(exc)
+            status = "resource" if RESOURCE_PATTERNS.search(info["message"][:2000]) else "error"
+            return {"status": status, "error": info}, {}
+        return {"status": "ok", "seconds": seconds}, {"value": value}
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "protocol": protocol.PROTOCOL_VERSION,
+            "library": self.adapter.name,
+            "version": self.adapter.version(),
+            "numpy": np.__version__,
+            "python": sys.version.split()[0],
+            "device": self.adapter.device,
+            "dtypes": [d for d in protocol.DTYPE_NAMES if d in self.adapter.supported],
+            "pid": os.getpid(),
+        }
+
+    def describe(self, namespaces: list[str] | None) -> dict[str, Any]:
+        """List public callables of the adapter's namespaces with their parameters."""
+        from xamt.workers.inventory import list_namespace
+
+        apis: list[dict[str, Any]] = []
+        errors: dict[str, str] = {}
+        for ns in namespaces or list(self.adapter.namespaces):
+            try:
+                module = importlib.import_module(ns)
+            except Exception as exc:  # noqa: BLE001 - report and go on with other namespaces
+                errors[ns] = f"{type(exc).__name__}: {exc}"
+                continue
+            apis.extend(list_namespace(ns, module))
+        return {"apis": apis, "errors": errors}
+
+
+def _short_repr(obj: Any, limit: int = 300) -> str:
+    try:
+        text = repr(obj)
+    except Exception as exc:  # noqa: BLE001
+        text = f"<repr failed: {type(exc).__name__}>"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _error_info(exc: BaseException) -> dict[str, Any]:
+    frames = traceback.extract_tb(exc.__traceback__)[-TRACEBACK_FRAMES:]
+    return {
+        "type": type(exc).__name__,
+        "module": type(exc).__module__,
+        "message": str(exc)[:4000],
+        "traceback": "".join(traceback.format_list(frames))[-4000:],
+    }
+
+
+class Channel:
+    """Frames over two file descriptors."""
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = os.read(self.rfd, min(n, 1 << 24))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def read(self) -> tuple[bytes, bytes]:
+        hlen, plen = protocol.parse_prefix(self._read_exact(protocol.PREFIX.size))
+        return self._read_exact(hlen), self._read_exact(plen)
+
+    def write(self, header: dict[str, Any], values: dict[str, Any] | None = None) -> None:
+        try:
+            parts = protocol.frame(header, values)
+        except ProtocolError as exc:  # an output that cannot travel becomes an error reply
+            parts = protocol.frame(
+                {**header, "status": "error", "error": {"type": "ProtocolError", "module": "xamt",
+                                                         "message": str(exc), "traceback": ""}}
+            )
+        data = memoryview(b"".join(parts))
+        while data:
+            n = os.write(self.wfd, data)
+            data = data[n:]
+
+
+VALUE_KEYS = ("args", "kwargs", "calls")
+
+
+def serve(server: Server, channel: Channel) -> None:
+    while True:
+        try:
+            raw_header, payload = channel.read()
+        except EOFError:
+            return
+        try:
+            request = protocol.decode(raw_header, payload, VALUE_KEYS)
+        except ProtocolError as exc:
+            channel.write({"op": "error", "status": "bad-request", "reason": str(exc)})
+            continue
+        op = request.get("op")
+        rid = request.get("id")
+        if op == "call":
+            header, values = server.call(request)
+            channel.write({"op": "result", "id": rid, "index": 0, **header}, values)
+        elif op == "batch":
+            calls = request.get("calls")
+            if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+                channel.write({"op": "error", "id": rid, "status": "bad-request",
+                               "reason": "batch.calls must be a list of calls"})
+                continue
+            for index, call in enumerate(calls):
+                header, values = server.call(call)
+                channel.write({"op": "result", "id": rid, "index": index, **header}, values)
+            channel.write({"op": "done", "id": rid, "count": len(calls)})
+        elif op == "hello":
+            channel.write({"op": "hello", "id": rid, **server.hello()})
+        elif op == "describe":
+            namespaces = request.get("namespaces")
+            channel.write({"op": "describe", "id": rid, **server.describe(namespaces)})
+        elif op == "shutdown":
+            channel.write({"op": "bye", "id": rid})
+            return
+        else:
+            channel.write({"op": "error", "id": rid, "status": "bad-request",
+                           "reason": f"unknown op {op!r}"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--parent", type=int, default=0)
+    parser.add_argument("--memory-cap", type=int, default=0, help="extra address space, bytes")
+    opts = parser.parse_args(argv)
+
+    # The protocol owns the real stdout; anything a library prints goes to stderr.
+    wfd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    faulthandler.enable(sys.stderr)
+    if opts.parent:
+        _die_with_parent(opts.parent)
+    channel = Channel(0, wfd)
+    try:
+        module = importlib.import_module(f"xamt.workers.adapters.{opts.lib}")
+        adapter: Adapter = module.ADAPTER()
+        adapter.load()
+        adapter.supported = adapter.probe_dtypes()
+    except Exception as exc:  # noqa: BLE001 - report why the library cannot load, then exit
+        channel.write({"op": "fatal", "status": "load-failed", "error": _error_info(exc)})
+        return 3
+    _cap_memory(opts.memory_cap)
+    serve(Server(adapter, testing=os.environ.get("XAMT_WORKER_TESTING") == "1"), channel)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
