@@ -30,8 +30,9 @@ GENERATORS = ("randn", "rand", "randint", "ones", "zeros", "arange", "full")
 
 
 def _literal(node: ast.AST, text: str) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, complex, bool,
-                                                                   type(None))):
+    if isinstance(node, ast.Constant) and isinstance(
+        node.value, (int, float, complex, bool, type(None))
+    ):
         return node.value
     if isinstance(node, ast.Name) and node.id in CONSTANTS:
         return CONSTANTS[node.id]
@@ -43,8 +44,10 @@ def _literal(node: ast.AST, text: str) -> Any:
         return tuple(_literal(e, text) for e in node.elts)
     if isinstance(node, ast.List):
         return [_literal(e, text) for e in node.elts]
-    raise UsageError(f"cannot read {text!r}: {ast.unparse(node)!r} is not a number, tuple, "
-                     "list, nan/inf, True/False/None or a generator like randn(2, 3)")
+    raise UsageError(
+        f"cannot read {text!r}: {ast.unparse(node)!r} is not a number, tuple, "
+        "list, nan/inf, True/False/None or a generator like randn(2, 3)"
+    )
 
 
 def _generate(call: ast.Call, dtype: str, rng: np.random.Generator, text: str) -> np.ndarray:
@@ -59,6 +62,7 @@ def _generate(call: ast.Call, dtype: str, rng: np.random.Generator, text: str) -
         if name == "arange":
             return np.arange(*args).astype(np_dtype)
         shape = tuple(int(a) for a in args)
+        out: np.ndarray
         if name == "randn":
             out = rng.standard_normal(shape)
         elif name == "rand":
@@ -95,7 +99,11 @@ def parse_value(text: str, rng: np.random.Generator) -> Any:
         node = ast.parse(body, mode="eval").body
     except SyntaxError:
         raise UsageError(f"cannot read {text!r}: not a value (see `xamt call --help`)") from None
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in GENERATORS:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in GENERATORS
+    ):
         arr = _generate(node, dtype or "float32", rng, text)
     else:
         value = _literal(node, text)

@@ -64,24 +64,30 @@ def version_callback(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: Annotated[bool, typer.Option("--version", callback=version_callback,
-                                          is_eager=True, help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=version_callback, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """xamt: run equivalent APIs of numpy, torch, tensorflow, jax, paddle, mindspore and mxnet
     on the same inputs and report crashes and disagreements."""
 
 
 # --- env -------------------------------------------------------------------------------------
-VariantOpt = Annotated[str, typer.Option("--variant", envvar="XAMT_VARIANT",
-                                         help="Environment variant: cpu or cuda.")]
+VariantOpt = Annotated[
+    str, typer.Option("--variant", envvar="XAMT_VARIANT", help="Environment variant: cpu or cuda.")
+]
 
 
 def _libraries(names: list[str] | None, all_: bool) -> list[str]:
     if all_:
         return list(library_names())
     if not names:
-        raise UsageError("name the libraries to use, or pass --all "
-                         f"(known: {', '.join(library_names())})")
+        raise UsageError(
+            f"name the libraries to use, or pass --all (known: {', '.join(library_names())})"
+        )
     return [check_library(n) for n in dict.fromkeys(names)]
 
 
@@ -125,15 +131,17 @@ def env_install(
                 out.print(f"  {line}", markup=False)
 
         try:
-            st = envs.install(lib, variant, force=force, installer=installer, progress=show,
-                              verify=verify_env)
+            st = envs.install(
+                lib, variant, force=force, installer=installer, progress=show, verify=verify_env
+            )
         except XamtError as exc:
             err.print(f"{label}: [red]failed[/]: {exc}")
             failures.append(lib)
             continue
         info = envs.marker_info(st)
-        out.print(f"{label}: [green]ready[/] {info.get('version', '')} "
-                  f"in {info.get('seconds', '?')} s")
+        out.print(
+            f"{label}: [green]ready[/] {info.get('version', '')} in {info.get('seconds', '?')} s"
+        )
     if failures:
         raise envs.InstallFailed(f"could not build: {', '.join(failures)}")
 
@@ -164,8 +172,14 @@ def env_list(
     table = Table("library", "state", "version", "imports", "dtypes", "interpreter")
     for row in rows:
         imports = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[row["imports"]]
-        table.add_row(row["library"], row["state"], row["version"] or "-", imports,
-                      str(len(row["dtypes"])) if row["dtypes"] else "-", row["python"])
+        table.add_row(
+            row["library"],
+            row["state"],
+            row["version"] or "-",
+            imports,
+            str(len(row["dtypes"])) if row["dtypes"] else "-",
+            row["python"],
+        )
     out.print(table)
     for row in rows:
         if row.get("error"):
@@ -189,8 +203,12 @@ def _check_imports(pythons: dict[str, str]) -> dict[str, dict[str, Any]]:
                 continue
             try:
                 hello = pool.ready(lib)
-                result[lib] = {"imports": True, "version": hello.version,
-                               "dtypes": list(hello.dtypes), "numpy": hello.numpy}
+                result[lib] = {
+                    "imports": True,
+                    "version": hello.version,
+                    "dtypes": list(hello.dtypes),
+                    "numpy": hello.numpy,
+                }
             except WorkerError as exc:
                 result[lib] = {"imports": False, "error": str(exc), "dtypes": []}
     finally:
@@ -202,16 +220,29 @@ def _check_imports(pythons: dict[str, str]) -> dict[str, dict[str, Any]]:
 @app.command("call")
 @handles_errors
 def call(
-    apis: Annotated[list[str], typer.Argument(
-        help="Fully qualified APIs, one per library: numpy.add torch.add tensorflow.math.add ...")],
-    arg: Annotated[list[str] | None, typer.Option(
-        "--arg", "-a", help="A positional argument, e.g. 'randn(2,3):float32', '[1,nan]:float64', "
-        "'(0,1)', '@int64', '2'. Repeat for more.")] = None,
-    kwarg: Annotated[list[str] | None, typer.Option(
-        "--kwarg", "-k", help="A keyword argument NAME=VALUE. Repeat for more.")] = None,
+    apis: Annotated[
+        list[str],
+        typer.Argument(
+            help="Fully qualified APIs, one per library: numpy.add torch.add tf.math.add ..."
+        ),
+    ],
+    arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--arg",
+            "-a",
+            help="A positional argument, e.g. 'randn(2,3):float32', '[1,nan]:float64', "
+            "'(0,1)', '@int64', '2'. Repeat for more.",
+        ),
+    ] = None,
+    kwarg: Annotated[
+        list[str] | None,
+        typer.Option("--kwarg", "-k", help="A keyword argument NAME=VALUE. Repeat for more."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed for generated arrays and the libraries.")] = 0,
-    deadline: Annotated[float, typer.Option(help="Seconds a call may take (then: hang).")]
-    = DEFAULT_DEADLINE,
+    deadline: Annotated[
+        float, typer.Option(help="Seconds a call may take (then: hang).")
+    ] = DEFAULT_DEADLINE,
     variant: VariantOpt = "cpu",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -234,12 +265,17 @@ def call(
     pythons = {lib: envs.interpreter(lib, variant) for lib in by_lib}
     with WorkerPool(pythons, deadline=deadline, memory_cap=DEFAULT_MEMORY_CAP) as pool:
         pool.start()
-        outcomes = pool.fanout({lib: Call(api=api, args=args, kwargs=kwargs, seed=seed)
-                                for lib, api in by_lib.items()})
+        outcomes = pool.fanout(
+            {lib: Call(api=api, args=args, kwargs=kwargs, seed=seed) for lib, api in by_lib.items()}
+        )
         versions = {lib: h.version for lib, h in pool.hellos().items()}
     if as_json:
-        out.print(json.dumps([_outcome_json(o, versions.get(o.library)) for o in
-                              outcomes.values()], indent=2), markup=False)
+        out.print(
+            json.dumps(
+                [_outcome_json(o, versions.get(o.library)) for o in outcomes.values()], indent=2
+            ),
+            markup=False,
+        )
     else:
         _print_outcomes(list(outcomes.values()), versions)
     unknown = [o for o in outcomes.values() if o.status == "unknown-api"]
@@ -252,8 +288,9 @@ def summarize(value: Any, limit: int = 160) -> str:
     if isinstance(value, BFloat16):
         return "bfloat16" + summarize(value.values, limit).removeprefix("float32")
     if isinstance(value, np.ndarray):
-        body = np.array2string(value, threshold=12, edgeitems=2, precision=6,
-                               separator=", ", max_line_width=10_000).replace("\n", "")
+        body = np.array2string(
+            value, threshold=12, edgeitems=2, precision=6, separator=", ", max_line_width=10_000
+        ).replace("\n", "")
         text = f"{value.dtype}{list(value.shape)} {body}"
     elif isinstance(value, tuple):
         text = "(" + ", ".join(summarize(v, limit) for v in value) + ")"
@@ -272,7 +309,11 @@ def _outcome_text(o: Outcome) -> str:
     if o.status == "ok":
         return summarize(o.value)
     if o.error is not None:
-        return f"{o.error.type}: {o.error.message.strip().splitlines()[0] if o.error.message else ''}"[:200]
+        return (
+            f"{o.error.type}: {o.error.message.strip().splitlines()[0] if o.error.message else ''}"[
+                :200
+            ]
+        )
     if o.signal:
         return f"killed by {o.signal}"
     return (o.detail.strip().splitlines() or [""])[-1][:200]
@@ -283,14 +324,22 @@ def _print_outcomes(outcomes: list[Outcome], versions: dict[str, str]) -> None:
     colors = {"ok": "green", "error": "yellow", "unsupported": "blue"}
     for o in outcomes:
         color = colors.get(o.status, "red")
-        table.add_row(f"{o.library} {versions.get(o.library, '')}", o.api,
-                      f"[{color}]{o.status}[/]", _outcome_text(o).replace("[", r"\["))
+        table.add_row(
+            f"{o.library} {versions.get(o.library, '')}",
+            o.api,
+            f"[{color}]{o.status}[/]",
+            _outcome_text(o).replace("[", r"\["),
+        )
     out.print(table)
 
 
 def _outcome_json(o: Outcome, version: str | None) -> dict[str, Any]:
     return {
-        "library": o.library, "version": version, "api": o.api, "status": o.status,
-        "result": _outcome_text(o), "signal": o.signal,
+        "library": o.library,
+        "version": version,
+        "api": o.api,
+        "status": o.status,
+        "result": _outcome_text(o),
+        "signal": o.signal,
         "error": None if o.error is None else {"type": o.error.type, "message": o.error.message},
     }

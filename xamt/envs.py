@@ -44,7 +44,10 @@ def xamt_home() -> Path:
 
 
 def images_dir() -> Path:
-    """``images/`` of a source checkout, else the copy packaged inside the wheel."""
+    """``$XAMT_IMAGES``, else ``images/`` of a source checkout, else the wheel's copy."""
+    override = os.environ.get("XAMT_IMAGES")
+    if override:
+        return Path(override)
     for candidate in (SOURCE_IMAGES, PACKAGED_IMAGES):
         if candidate.is_dir():
             return candidate
@@ -123,7 +126,7 @@ def _configured_interpreters() -> dict[str, str]:
         found.update({str(k): str(v) for k, v in table.items()})
     for key, value in os.environ.items():
         if key.startswith("XAMT_PYTHON_") and value:
-            found[key[len("XAMT_PYTHON_"):].lower()] = value
+            found[key[len("XAMT_PYTHON_") :].lower()] = value
     return found
 
 
@@ -132,8 +135,13 @@ def status(lib: str, variant: str = "cpu") -> EnvStatus:
     external = _configured_interpreters().get(lib)
     if external:
         state = "external" if Path(external).exists() else "broken"
-        return EnvStatus(library=lib, variant=variant, state=state, python=external,
-                         path=str(Path(external).parent))
+        return EnvStatus(
+            library=lib,
+            variant=variant,
+            state=state,
+            python=external,
+            path=str(Path(external).parent),
+        )
     path = env_dir(lib, variant)
     python = env_python(path)
     want = spec_hash(lib, variant)
@@ -182,7 +190,10 @@ def _find_links() -> list[str]:
     try:
         out = subprocess.run(
             [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
-            capture_output=True, text=True, timeout=30, check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         ).stdout
         links += out.split()
     except (OSError, subprocess.TimeoutExpired):
@@ -204,8 +215,13 @@ def _run(cmd: list[str], progress: Progress, log: Path) -> None:
     progress(f"$ {' '.join(cmd)}")
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             fh.write(line)
@@ -213,8 +229,10 @@ def _run(cmd: list[str], progress: Progress, log: Path) -> None:
                 progress(line.rstrip())
         code = proc.wait()
     if code != 0:
-        raise InstallFailed(f"`{cmd[0]} {cmd[1] if len(cmd) > 1 else ''}` failed with exit code "
-                            f"{code}; the full log is {log}")
+        raise InstallFailed(
+            f"`{cmd[0]} {cmd[1] if len(cmd) > 1 else ''}` failed with exit code "
+            f"{code}; the full log is {log}"
+        )
 
 
 def install(
@@ -260,15 +278,31 @@ def install(
                 _run(cmd, progress, log)
             else:
                 _run([base_python(), "-m", "venv", str(path)], progress, log)
-                _run([python, "-m", "pip", "install", "--disable-pip-version-check",
-                      "-r", str(spec)], progress, log)
+                _run(
+                    [
+                        python,
+                        "-m",
+                        "pip",
+                        "install",
+                        "--disable-pip-version-check",
+                        "-r",
+                        str(spec),
+                    ],
+                    progress,
+                    log,
+                )
             version = verify(lib, python) if verify else ""
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
-        marker = {"library": lib, "variant": variant, "spec_hash": spec_hash(lib, variant),
-                  "version": version, "seconds": round(time.monotonic() - started, 1),
-                  "installer": "uv" if uv else "pip"}
+        marker = {
+            "library": lib,
+            "variant": variant,
+            "spec_hash": spec_hash(lib, variant),
+            "version": version,
+            "seconds": round(time.monotonic() - started, 1),
+            "installer": "uv" if uv else "pip",
+        }
         tmp = path / (MARKER + ".tmp")
         tmp.write_text(json.dumps(marker, indent=2))
         os.replace(tmp, path / MARKER)

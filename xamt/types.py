@@ -11,14 +11,14 @@ from typing import Any
 # What a call can come to. The first five are answers from a live worker; the last three are
 # what the pool concludes when a worker dies, misses its deadline, or runs out of memory.
 STATUSES = (
-    "ok",           # returned a value
-    "error",        # raised an exception
+    "ok",  # returned a value
+    "error",  # raised an exception
     "unsupported",  # the library cannot represent an input (e.g. a dtype it lacks)
     "unknown-api",  # the API path names nothing callable in the library
     "bad-request",  # the request did not follow the protocol
-    "crash",        # the worker died (signal or exit) during the call
-    "hang",         # the call missed its deadline; the worker was killed
-    "resource",     # an allocation beyond the memory cap
+    "crash",  # the worker died (signal or exit) during the call
+    "hang",  # the call missed its deadline; the worker was killed
+    "resource",  # an allocation beyond the memory cap
 )
 
 

@@ -98,13 +98,28 @@ class Worker:
         env.pop("PYTHONPATH", None)
         if self.testing:
             env["XAMT_WORKER_TESTING"] = "1"
-        cmd = [self.python, "-E", "-s", str(SERVER), "--lib", self.library,
-               "--parent", str(os.getpid()), "--memory-cap", str(self.memory_cap)]
+        cmd = [
+            self.python,
+            "-E",
+            "-s",
+            str(SERVER),
+            "--lib",
+            self.library,
+            "--parent",
+            str(os.getpid()),
+            "--memory-cap",
+            str(self.memory_cap),
+        ]
         with open(self.log_path, "ab") as log:
             try:
                 self.proc = subprocess.Popen(
-                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                    env=env, start_new_session=True, close_fds=True,
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
                 )
             except OSError as exc:
                 raise WorkerError(
@@ -331,7 +346,9 @@ class WorkerPool:
                 raise WorkerError(self._startup_failure(worker)) from None
             except _TimedOut:
                 worker.kill()
-                raise WorkerError(f"the {worker.library} worker did not answer {op!r} in time") from None
+                raise WorkerError(
+                    f"the {worker.library} worker did not answer {op!r} in time"
+                ) from None
             if frame["op"] == "hello":
                 worker.hello = _hello(frame)
             if frame["op"] == "fatal":
@@ -347,8 +364,10 @@ class WorkerPool:
     def _startup_failure(self, worker: Worker) -> str:
         code = worker.reap()
         tail = worker.stderr_tail().strip().splitlines()[-3:]
-        return (f"the {worker.library} worker exited ({_describe_exit(code)}) before it was "
-                f"ready: {' | '.join(tail) or 'no output'}; check `xamt env list`")
+        return (
+            f"the {worker.library} worker exited ({_describe_exit(code)}) before it was "
+            f"ready: {' | '.join(tail) or 'no output'}; check `xamt env list`"
+        )
 
     def _next(self, worker: Worker, deadline: float) -> dict[str, Any]:
         """The next frame from one worker, waiting at most until ``deadline``."""
@@ -357,7 +376,9 @@ class WorkerPool:
                 frame = worker.next_frame()
             except protocol.ProtocolError as exc:
                 worker.kill()
-                raise WorkerError(f"the {worker.library} worker broke the protocol: {exc}") from None
+                raise WorkerError(
+                    f"the {worker.library} worker broke the protocol: {exc}"
+                ) from None
             if frame is not None:
                 return frame
             remaining = deadline - time.monotonic()
@@ -374,21 +395,25 @@ class WorkerPool:
         state.rid = self._rid()
         pending = state.calls[state.start :]
         state.index = state.start
-        state.deadline = None  # set once the worker is ready
         state.single = len(pending) == 1
         if state.single:
             c = pending[0]
-            worker.send({"op": "call", "id": state.rid, "api": c.api, "seed": c.seed},
-                        {"args": list(c.args), "kwargs": dict(c.kwargs)})
+            worker.send(
+                {"op": "call", "id": state.rid, "api": c.api, "seed": c.seed},
+                {"args": list(c.args), "kwargs": dict(c.kwargs)},
+            )
         else:
-            worker.send({"op": "batch", "id": state.rid},
-                        {"calls": [_call_value(c) for c in pending]})
+            worker.send(
+                {"op": "batch", "id": state.rid}, {"calls": [_call_value(c) for c in pending]}
+            )
         if worker.hello is not None:
             state.deadline = time.monotonic() + self.deadline
         else:
             state.deadline = time.monotonic() + self.startup_timeout + self.deadline
 
-    def _step(self, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]) -> None:
+    def _step(
+        self, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]
+    ) -> None:
         """Wait for any worker to make progress and record what it did."""
         # Frames already buffered first: select() cannot see them.
         for lib in list(states):
@@ -396,7 +421,7 @@ class WorkerPool:
         if not states:
             return
         now = time.monotonic()
-        timeout = max(0.0, min(s.deadline for s in states.values()) - now)  # type: ignore[type-var]
+        timeout = max(0.0, min(s.deadline for s in states.values()) - now)
         fds = {self.workers[lib].fileno(): lib for lib in states}
         ready, _, _ = select.select(list(fds), [], [], timeout)
         for fd in ready:
@@ -408,11 +433,12 @@ class WorkerPool:
         now = time.monotonic()
         for lib in list(states):
             state = states[lib]
-            if state.deadline is not None and now >= state.deadline:
+            if now >= state.deadline:
                 self._on_hang(lib, states, results)
 
-    def _drain(self, lib: str, states: dict[str, _BatchState],
-               results: dict[str, list[Outcome | None]]) -> None:
+    def _drain(
+        self, lib: str, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]
+    ) -> None:
         worker = self.workers[lib]
         while lib in states:
             state = states[lib]
@@ -431,8 +457,10 @@ class WorkerPool:
             elif op == "fatal":
                 worker.kill()
                 err = frame.get("error", {})
-                raise WorkerError(f"the {lib} worker failed to load its library: "
-                                  f"{err.get('type')}: {err.get('message')}")
+                raise WorkerError(
+                    f"the {lib} worker failed to load its library: "
+                    f"{err.get('type')}: {err.get('message')}"
+                )
             elif op == "result" and frame.get("id") == state.rid:
                 call = state.calls[state.index]
                 results[lib][state.index] = _outcome(lib, call, frame)
@@ -445,8 +473,9 @@ class WorkerPool:
             elif op == "error":
                 raise WorkerError(f"the {lib} worker rejected a request: {frame.get('reason')}")
 
-    def _on_death(self, lib: str, states: dict[str, _BatchState],
-                  results: dict[str, list[Outcome | None]]) -> None:
+    def _on_death(
+        self, lib: str, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]
+    ) -> None:
         worker = self.workers[lib]
         code = worker.reap()
         tail = worker.stderr_tail()
@@ -455,24 +484,36 @@ class WorkerPool:
         status = "resource" if RESOURCE_PATTERNS.search(tail[-1500:]) else "crash"
         self._fail_current(lib, states, results, status, tail, code)
 
-    def _on_hang(self, lib: str, states: dict[str, _BatchState],
-                 results: dict[str, list[Outcome | None]]) -> None:
+    def _on_hang(
+        self, lib: str, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]
+    ) -> None:
         worker = self.workers[lib]
         worker.kill()
         if worker.hello is None:
             raise WorkerError(f"the {lib} worker did not start within {self.startup_timeout:.0f} s")
-        self._fail_current(lib, states, results, "hang",
-                           f"no answer within {self.deadline:g} s; worker killed")
+        self._fail_current(
+            lib, states, results, "hang", f"no answer within {self.deadline:g} s; worker killed"
+        )
 
-    def _fail_current(self, lib: str, states: dict[str, _BatchState],
-                      results: dict[str, list[Outcome | None]], status: str, detail: str,
-                      code: int | None = None) -> None:
+    def _fail_current(
+        self,
+        lib: str,
+        states: dict[str, _BatchState],
+        results: dict[str, list[Outcome | None]],
+        status: str,
+        detail: str,
+        code: int | None = None,
+    ) -> None:
         """Record the in-flight call as failed, restart the worker, resubmit the rest."""
         state = states[lib]
         call = state.calls[state.index]
         results[lib][state.index] = Outcome(
-            library=lib, api=call.api, status=status, detail=detail[-STDERR_TAIL:],
-            signal=_signal_name(code), exit_code=code,
+            library=lib,
+            api=call.api,
+            status=status,
+            detail=detail[-STDERR_TAIL:],
+            signal=_signal_name(code),
+            exit_code=code,
         )
         state.start = state.index + 1
         self.workers[lib].start()  # restart now; the hello is read with the next frames
@@ -489,21 +530,33 @@ class _BatchState:
     index: int = 0
     rid: int = 0
     single: bool = False
-    deadline: float | None = None
+    deadline: float = 0.0
 
 
 def _call_value(call: Call) -> dict[str, Any]:
-    return {"api": call.api, "args": list(call.args), "kwargs": dict(call.kwargs),
-            "seed": call.seed}
+    return {
+        "api": call.api,
+        "args": list(call.args),
+        "kwargs": dict(call.kwargs),
+        "seed": call.seed,
+    }
 
 
 def _hello(frame: dict[str, Any]) -> Hello:
     if frame.get("protocol") != protocol.PROTOCOL_VERSION:
-        raise WorkerError(f"worker speaks protocol {frame.get('protocol')}, "
-                          f"xamt speaks {protocol.PROTOCOL_VERSION}")
-    return Hello(library=frame["library"], version=frame["version"], numpy=frame["numpy"],
-                 python=frame["python"], device=frame["device"],
-                 dtypes=tuple(frame["dtypes"]), pid=frame["pid"])
+        raise WorkerError(
+            f"worker speaks protocol {frame.get('protocol')}, "
+            f"xamt speaks {protocol.PROTOCOL_VERSION}"
+        )
+    return Hello(
+        library=frame["library"],
+        version=frame["version"],
+        numpy=frame["numpy"],
+        python=frame["python"],
+        device=frame["device"],
+        dtypes=tuple(frame["dtypes"]),
+        pid=frame["pid"],
+    )
 
 
 def _outcome(lib: str, call: Call, frame: dict[str, Any]) -> Outcome:

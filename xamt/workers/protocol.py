@@ -96,7 +96,8 @@ def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
 
 def f32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
     """Narrow float32 values that are exact bfloat16 numbers to their bit patterns."""
-    return (np.ascontiguousarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    f32 = np.array(values, dtype=np.float32, order="C")  # a copy; keeps 0-d arrays 0-d
+    return (f32.view(np.uint32) >> 16).astype(np.uint16)
 
 
 class _Encoder:
@@ -120,8 +121,10 @@ class _Encoder:
             raise ProtocolError(f"unsupported dtype {arr.dtype!s} in an array")
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
-        arr = np.ascontiguousarray(arr)
-        index = self.add_buffer(memoryview(arr).cast("B") if arr.size else b"", arr.nbytes)
+        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
+            arr = arr.copy(order="C")
+        data = memoryview(arr).cast("B") if arr.size else b""  # type: ignore[arg-type]
+        index = self.add_buffer(data, arr.nbytes)
         return {"$a": index, "dtype": name, "shape": list(arr.shape)}
 
     def value(self, obj: Any) -> Any:
@@ -243,7 +246,9 @@ class _Decoder:
         raise ProtocolError(f"unknown value tag in {node!r:.80}")
 
 
-def decode(header_bytes: bytes, payload: bytes | memoryview, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+def decode(
+    header_bytes: bytes, payload: bytes | memoryview, keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """Decode a frame's header; the values under ``keys`` are decoded into Python/numpy values.
 
     Arrays are zero-copy, read-only views on ``payload``.
@@ -261,7 +266,9 @@ def decode(header_bytes: bytes, payload: bytes | memoryview, keys: tuple[str, ..
     for n in sizes:
         offsets.append(offsets[-1] + int(n))
     if offsets[-1] != len(payload):
-        raise ProtocolError(f"buffer table adds up to {offsets[-1]} bytes, payload has {len(payload)}")
+        raise ProtocolError(
+            f"buffer table adds up to {offsets[-1]} bytes, payload has {len(payload)}"
+        )
     dec = _Decoder(memoryview(payload), offsets)
     try:
         for key in keys:

@@ -21,25 +21,24 @@ if __name__ == "__main__":  # make ``xamt.workers`` importable without running `
     sys.modules.setdefault("xamt", _pkg)
     sys.path[:] = [p for p in sys.path if p != str(Path(__file__).resolve().parent)]
 
-import argparse  # noqa: E402
-import ctypes  # noqa: E402
-import faulthandler  # noqa: E402
-import importlib  # noqa: E402
-import inspect  # noqa: E402
-import os  # noqa: E402
-import re  # noqa: E402
-import resource  # noqa: E402
-import signal  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import ctypes
+import faulthandler
+import importlib
+import inspect
+import os
+import resource
+import signal
+import threading
+import time
+import traceback
+from typing import Any
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from xamt.workers import protocol  # noqa: E402
-from xamt.workers.adapters.base import Adapter, Unsupported  # noqa: E402
-from xamt.workers.protocol import RESOURCE_PATTERNS, BFloat16, DType, Opaque, ProtocolError  # noqa: E402
+from xamt.workers import protocol
+from xamt.workers.adapters.base import Adapter, Unsupported
+from xamt.workers.protocol import RESOURCE_PATTERNS, BFloat16, DType, Opaque, ProtocolError
 
 TESTING_ROOT = "xamt_testing"
 TRACEBACK_FRAMES = 6
@@ -199,7 +198,7 @@ class Server:
             return {"status": "bad-request", "reason": str(exc)}, {}
         except MemoryError as exc:
             return {"status": "resource", "error": _error_info(exc)}, {}
-        except BaseException as exc:  # noqa: BLE001 - a library may raise anything, SystemExit too
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             info = _error_info(exc)
@@ -279,8 +278,16 @@ class Channel:
             parts = protocol.frame(header, values)
         except ProtocolError as exc:  # an output that cannot travel becomes an error reply
             parts = protocol.frame(
-                {**header, "status": "error", "error": {"type": "ProtocolError", "module": "xamt",
-                                                         "message": str(exc), "traceback": ""}}
+                {
+                    **header,
+                    "status": "error",
+                    "error": {
+                        "type": "ProtocolError",
+                        "module": "xamt",
+                        "message": str(exc),
+                        "traceback": "",
+                    },
+                }
             )
         data = memoryview(b"".join(parts))
         while data:
@@ -310,8 +317,14 @@ def serve(server: Server, channel: Channel) -> None:
         elif op == "batch":
             calls = request.get("calls")
             if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-                channel.write({"op": "error", "id": rid, "status": "bad-request",
-                               "reason": "batch.calls must be a list of calls"})
+                channel.write(
+                    {
+                        "op": "error",
+                        "id": rid,
+                        "status": "bad-request",
+                        "reason": "batch.calls must be a list of calls",
+                    }
+                )
                 continue
             for index, call in enumerate(calls):
                 header, values = server.call(call)
@@ -326,8 +339,9 @@ def serve(server: Server, channel: Channel) -> None:
             channel.write({"op": "bye", "id": rid})
             return
         else:
-            channel.write({"op": "error", "id": rid, "status": "bad-request",
-                           "reason": f"unknown op {op!r}"})
+            channel.write(
+                {"op": "error", "id": rid, "status": "bad-request", "reason": f"unknown op {op!r}"}
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

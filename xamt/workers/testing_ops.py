@@ -46,3 +46,10 @@ def echo(*args: Any, **kwargs: Any) -> Any:
 
 def pid() -> int:
     return os.getpid()
+
+
+def loaded_modules() -> list[str]:
+    """Top-level modules imported in this worker (to check the import rule)."""
+    import sys
+
+    return sorted({name.split(".")[0] for name in sys.modules})

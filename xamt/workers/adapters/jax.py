@@ -15,7 +15,11 @@ class JaxAdapter(Adapter):
     name = "jax"
     roots = ("jax",)
     namespaces = (
-        "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.nn", "jax.lax",
+        "jax.numpy",
+        "jax.numpy.linalg",
+        "jax.numpy.fft",
+        "jax.nn",
+        "jax.lax",
         "jax.scipy.special",
     )
 
@@ -36,9 +40,23 @@ class JaxAdapter(Adapter):
         self.jnp = jnp
         self.dtypes = {
             n: getattr(jnp, n)
-            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-                      "complex128")
+            for n in (
+                "bool",
+                "int8",
+                "int16",
+                "int32",
+                "int64",
+                "uint8",
+                "uint16",
+                "uint32",
+                "uint64",
+                "float16",
+                "bfloat16",
+                "float32",
+                "float64",
+                "complex64",
+                "complex128",
+            )
         }
 
     def seed(self, seed: int) -> None:

@@ -28,9 +28,23 @@ class MindsporeAdapter(Adapter):
         self.lib = mindspore
         self.dtypes = {
             n: getattr(mindspore, n, None)
-            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-                      "complex128")
+            for n in (
+                "bool",
+                "int8",
+                "int16",
+                "int32",
+                "int64",
+                "uint8",
+                "uint16",
+                "uint32",
+                "uint64",
+                "float16",
+                "bfloat16",
+                "float32",
+                "float64",
+                "complex64",
+                "complex128",
+            )
         }
         self.dtypes["bool"] = mindspore.bool_
 

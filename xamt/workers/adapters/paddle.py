@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import BFloat16
+from ..protocol import BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
 from .base import Adapter, pin_threads
 
 
@@ -30,8 +30,20 @@ class PaddleAdapter(Adapter):
         self.lib = paddle
         self.dtypes = {
             n: getattr(paddle, n, None)
-            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16",
-                      "bfloat16", "float32", "float64", "complex64", "complex128")
+            for n in (
+                "bool",
+                "int8",
+                "int16",
+                "int32",
+                "int64",
+                "uint8",
+                "float16",
+                "bfloat16",
+                "float32",
+                "float64",
+                "complex64",
+                "complex128",
+            )
         }
 
     def seed(self, seed: int) -> None:
@@ -43,7 +55,10 @@ class PaddleAdapter(Adapter):
 
     def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
         if isinstance(value, BFloat16):
-            return self.lib.to_tensor(value.values.copy()).astype("bfloat16")
+            # paddle takes numpy uint16 as bfloat16 bit patterns: exact, NaN payloads included
+            tensor = self.lib.to_tensor(f32_to_bf16_bits(value.values))
+            assert tensor.dtype == self.lib.bfloat16
+            return tensor
         return self.lib.to_tensor(value.copy(), dtype=self.dtypes[name])
 
     def is_native(self, obj: Any) -> bool:
@@ -51,7 +66,7 @@ class PaddleAdapter(Adapter):
 
     def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
         if obj.dtype == self.lib.bfloat16:
-            return BFloat16(obj.astype("float32").numpy())
+            return BFloat16(bf16_bits_to_f32(np.asarray(obj.numpy()).view(np.uint16)))
         return np.asarray(obj.numpy())
 
 

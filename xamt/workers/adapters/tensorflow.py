@@ -15,8 +15,13 @@ class TensorflowAdapter(Adapter):
     name = "tensorflow"
     roots = ("tensorflow", "tf")
     namespaces = (
-        "tensorflow", "tensorflow.math", "tensorflow.nn", "tensorflow.linalg",
-        "tensorflow.signal", "tensorflow.image", "tensorflow.bitwise",
+        "tensorflow",
+        "tensorflow.math",
+        "tensorflow.nn",
+        "tensorflow.linalg",
+        "tensorflow.signal",
+        "tensorflow.image",
+        "tensorflow.bitwise",
     )
 
     def load(self) -> None:
@@ -29,9 +34,23 @@ class TensorflowAdapter(Adapter):
         self.lib = tf
         self.dtypes = {
             n: getattr(tf, n)
-            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-                      "complex128")
+            for n in (
+                "bool",
+                "int8",
+                "int16",
+                "int32",
+                "int64",
+                "uint8",
+                "uint16",
+                "uint32",
+                "uint64",
+                "float16",
+                "bfloat16",
+                "float32",
+                "float64",
+                "complex64",
+                "complex128",
+            )
         }
 
     def seed(self, seed: int) -> None:

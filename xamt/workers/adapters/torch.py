@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import BFloat16
+from ..protocol import BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
 from .base import Adapter, pin_threads
 
 
@@ -23,9 +23,23 @@ class TorchAdapter(Adapter):
         self.lib = torch
         self.dtypes = {
             n: getattr(torch, n, None)
-            for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
-                      "complex128")
+            for n in (
+                "bool",
+                "int8",
+                "int16",
+                "int32",
+                "int64",
+                "uint8",
+                "uint16",
+                "uint32",
+                "uint64",
+                "float16",
+                "bfloat16",
+                "float32",
+                "float64",
+                "complex64",
+                "complex128",
+            )
         }
 
     def seed(self, seed: int) -> None:
@@ -37,7 +51,9 @@ class TorchAdapter(Adapter):
 
     def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
         if isinstance(value, BFloat16):
-            return self.lib.from_numpy(value.values.copy()).to(self.lib.bfloat16)
+            # Reinterpret the bits: a float32 round trip would rewrite NaN payloads.
+            bits = f32_to_bf16_bits(value.values).view(np.int16)
+            return self.lib.from_numpy(bits).view(self.lib.bfloat16)
         return self.lib.from_numpy(value.copy())
 
     def is_native(self, obj: Any) -> bool:
@@ -46,7 +62,9 @@ class TorchAdapter(Adapter):
     def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
         t = obj.detach().cpu().resolve_conj().resolve_neg()
         if t.dtype == self.lib.bfloat16:
-            return BFloat16(t.to(self.lib.float32).numpy())
+            return BFloat16(
+                bf16_bits_to_f32(t.contiguous().view(self.lib.int16).numpy().view(np.uint16))
+            )
         return t.numpy()
 
 

@@ -1,0 +1,180 @@
+"""The pool survives whatever a library does: crashes, hangs, huge allocations, its own death."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import psutil
+import pytest
+
+from xamt.errors import WorkerError
+from xamt.types import Call
+from xamt.workers import protocol
+from xamt.workers.pool import WorkerPool
+
+ADD = Call(api="numpy.add", args=(np.ones(3, np.float32), np.ones(3, np.float32)))
+
+
+@pytest.fixture()
+def small_pool(pythons: dict[str, str]) -> Iterator[WorkerPool]:
+    """A pool of its own (numpy and torch), so that killing workers spares the shared one."""
+    with WorkerPool(
+        {k: pythons[k] for k in ("numpy", "torch")}, deadline=5, testing=True, memory_cap=1 << 30
+    ) as p:
+        p.start()
+        yield p
+
+
+def worker_pid(pool: WorkerPool, lib: str) -> int:
+    proc = pool.workers[lib].proc
+    assert proc is not None
+    return proc.pid
+
+
+@pytest.mark.parametrize(
+    ("api", "sig"), [("segfault", "SIGSEGV"), ("abort", "SIGABRT"), ("fpe", "SIGFPE")]
+)
+def test_worker_death_is_a_crash_outcome_and_the_pool_carries_on(
+    small_pool: WorkerPool, api: str, sig: str
+) -> None:
+    before = worker_pid(small_pool, "numpy")
+    out = small_pool.call("numpy", Call(api=f"xamt_testing.{api}"))
+    assert out.status == "crash" and out.signal == sig, out
+    assert "Fatal Python error" in out.detail or sig == "SIGABRT"  # faulthandler's report
+    after = small_pool.call("numpy", ADD)
+    assert after.status == "ok"
+    np.testing.assert_array_equal(after.value, [2, 2, 2])
+    assert worker_pid(small_pool, "numpy") != before
+    assert not psutil.pid_exists(before) or psutil.Process(before).status() == "zombie"
+
+
+def test_crash_inside_a_batch_is_attributed_to_the_exact_call(small_pool: WorkerPool) -> None:
+    calls = [ADD, ADD, Call(api="xamt_testing.segfault"), ADD, Call(api="xamt_testing.abort"), ADD]
+    outcomes = small_pool.batch(
+        "torch", [Call(api=c.api.replace("numpy", "torch"), args=c.args) for c in calls]
+    )
+    assert [o.status for o in outcomes] == ["ok", "ok", "crash", "ok", "crash", "ok"]
+    assert outcomes[2].signal == "SIGSEGV" and outcomes[4].signal == "SIGABRT"
+    np.testing.assert_array_equal(outcomes[5].value, [2, 2, 2])
+
+
+def test_fanout_crash_in_one_library_leaves_the_others_alone(small_pool: WorkerPool) -> None:
+    torch_pid = worker_pid(small_pool, "torch")
+    outs = small_pool.fanout(
+        {"numpy": Call(api="xamt_testing.segfault"), "torch": Call(api="torch.add", args=ADD.args)}
+    )
+    assert outs["numpy"].status == "crash" and outs["torch"].status == "ok"
+    assert worker_pid(small_pool, "torch") == torch_pid
+
+
+def test_missed_deadline_is_a_hang_and_the_worker_is_replaced(small_pool: WorkerPool) -> None:
+    small_pool.deadline = 1.0
+    before = worker_pid(small_pool, "numpy")
+    start = time.monotonic()
+    outs = small_pool.batch("numpy", [ADD, Call(api="xamt_testing.sleep", args=(30,)), ADD])
+    assert time.monotonic() - start < 25
+    assert [o.status for o in outs] == ["ok", "hang", "ok"]
+    assert worker_pid(small_pool, "numpy") != before
+
+
+def test_fanout_runs_libraries_concurrently(small_pool: WorkerPool) -> None:
+    start = time.monotonic()
+    outs = small_pool.fanout(
+        {lib: Call(api="xamt_testing.sleep", args=(1.5,)) for lib in ("numpy", "torch")}
+    )
+    assert all(o.status == "ok" for o in outs.values())
+    assert time.monotonic() - start < 2.9  # sequential would take at least 3 s
+
+
+@pytest.mark.parametrize(
+    ("lib", "call"),
+    [
+        ("numpy", Call(api="numpy.ones", args=((1 << 16, 1 << 16),))),  # 32 GiB of float64
+        ("torch", Call(api="torch.empty", args=(1 << 34,))),  # 64 GiB of float32
+        ("numpy", Call(api="xamt_testing.allocate", args=(3 << 30,))),  # 3 GiB, over the cap
+    ],
+)
+def test_allocation_beyond_the_cap_is_a_resource_outcome(
+    small_pool: WorkerPool, lib: str, call: Call
+) -> None:
+    out = small_pool.call(lib, call)
+    assert out.status == "resource", out
+    assert small_pool.call(lib, Call(api=f"{lib}.add", args=ADD.args)).status == "ok"
+
+
+def test_allocation_within_the_cap_is_fine(small_pool: WorkerPool) -> None:
+    out = small_pool.call("numpy", Call(api="xamt_testing.allocate", args=(256 << 20,)))
+    assert out.status == "ok" and out.value == 256 << 20
+
+
+def test_malformed_request_gets_an_answer_and_the_worker_goes_on(small_pool: WorkerPool) -> None:
+    worker = small_pool.workers["numpy"]
+    worker.send(
+        {"op": "call", "id": 1, "api": "numpy.add"}, {"args": [{"not": "an array"}]}
+    )  # a dict argument is fine; now a broken frame:
+    assert worker.proc is not None and worker.proc.stdin is not None
+    header = b'{"op":"call","args":[{"$zz":1}],"$buf":[]}'
+    worker.proc.stdin.write(protocol.PREFIX.pack(protocol.MAGIC, len(header), 0) + header)
+    worker.proc.stdin.flush()
+    deadline = time.monotonic() + 10
+    replies = [small_pool._next(worker, deadline), small_pool._next(worker, deadline)]
+    assert replies[0]["op"] == "result" and replies[0]["status"] == "error"
+    assert replies[1]["op"] == "error" and replies[1]["status"] == "bad-request"
+    assert "unknown value tag" in replies[1]["reason"]
+    worker.send({"op": "frobnicate", "id": 2})
+    reply = small_pool._next(worker, time.monotonic() + 10)
+    assert reply["status"] == "bad-request" and "frobnicate" in reply["reason"]
+    assert small_pool.call("numpy", ADD).status == "ok"
+
+
+def test_worker_that_cannot_load_is_a_clear_error(tmp_path: object) -> None:
+    with WorkerPool({"mxnet": sys.executable}) as pool, pytest.raises(WorkerError, match="mxnet"):
+        pool.start()  # the orchestrator's interpreter has no mxnet
+
+
+def test_close_leaves_no_process(pythons: dict[str, str]) -> None:
+    pool = WorkerPool(pythons)
+    pool.start()
+    pids = [w.proc.pid for w in pool.workers.values() if w.proc is not None]
+    assert len(pids) == len(pythons)
+    pool.close()
+    assert not [p for p in pids if psutil.pid_exists(p)]
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_orchestrator_death_takes_its_workers_along(
+    pythons: dict[str, str], how: signal.Signals
+) -> None:
+    script = textwrap.dedent(f"""
+        import sys, time
+        from xamt.workers.pool import WorkerPool
+        pool = WorkerPool({ {k: pythons[k] for k in ("numpy", "torch", "jax")}!r})
+        pool.start()
+        print(" ".join(str(w.proc.pid) for w in pool.workers.values()), flush=True)
+        with pool:
+            time.sleep(120)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    pids = [int(p) for p in proc.stdout.readline().split()]
+    assert len(pids) == 3 and all(psutil.pid_exists(p) for p in pids)
+    os.kill(proc.pid, how)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not [p for p in pids if _alive(p)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

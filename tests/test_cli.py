@@ -1,0 +1,134 @@
+"""The command line: happy paths against the real libraries, and every user mistake a clear
+message with its documented exit code (never a traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xamt.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = runner.invoke(app, list(args), env=env)
+    text = result.output + (result.stderr if result.stderr_bytes is not None else "")
+    assert "Traceback" not in text, text
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, text
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["env", "install", "nosuchlib"], 3, "unknown library 'nosuchlib'"),
+        (["env", "install"], 2, "--all"),
+        (["env", "install", "numpy", "--variant", "tpu"], 2, "unknown variant"),
+        (["env", "install", "numpy", "--installer", "conda"], 2, "unknown installer"),
+        (["call", "nosuchlib.add"], 3, "cannot tell the library"),
+        (["call", "numpy.add", "-a", "[1,"], 2, "cannot read"),
+        (["call", "numpy.add", "-a", "1:float99"], 2, "unknown dtype"),
+        (["call", "numpy.add", "-k", "1=2"], 2, "NAME=VALUE"),
+        (["call", "numpy.add", "numpy.subtract"], 2, "two APIs of numpy"),
+        (["call", "numpy.add", "--deadline", "0"], 2, "--deadline"),
+    ],
+)
+def test_user_mistakes_are_clear_errors(args: list[str], code: int, message: str) -> None:
+    exit_code, text = invoke(*args)
+    assert exit_code == code, text
+    assert message in text
+
+
+def test_missing_environment_says_how_to_fix(tmp_path: Path) -> None:
+    code, text = invoke("call", "numpy.add", "-a", "1", "-a", "2", env={"XAMT_HOME": str(tmp_path)})
+    assert code == 4
+    assert "xamt env install numpy" in text
+
+
+def test_broken_environment_is_not_taken_for_a_healthy_one(tmp_path: Path) -> None:
+    (tmp_path / "envs" / "torch-cpu" / "bin").mkdir(parents=True)  # an install that died
+    code, text = invoke("env", "list", "--json", "--no-check", env={"XAMT_HOME": str(tmp_path)})
+    assert code == 0
+    rows = {r["library"]: r for r in json.loads(text)}
+    assert rows["torch"]["state"] == "broken" and rows["torch"]["installed"] is False
+    assert rows["numpy"]["state"] == "missing"
+    code, text = invoke("call", "torch.add", env={"XAMT_HOME": str(tmp_path)})
+    assert code == 4 and "incomplete" in text
+
+
+def test_unknown_api_prints_the_table_and_exits_5(pythons: dict[str, str]) -> None:
+    code, text = invoke("call", "numpy.no_such_api", "torch.add", "-a", "1:int64", "-a", "2")
+    assert code == 5
+    assert "no_such_api" in text and "unknown-api" in text
+
+
+def test_call_across_all_libraries(pythons: dict[str, str]) -> None:
+    code, text = invoke(
+        "call",
+        "numpy.maximum",
+        "torch.maximum",
+        "tensorflow.math.maximum",
+        "jax.numpy.maximum",
+        "paddle.maximum",
+        "mindspore.ops.maximum",
+        "mxnet.nd.maximum",
+        "-a",
+        "[1.0, -0.0, 2.0]:float32",
+        "-a",
+        "[0.5, 0.0, -3.0]:float32",
+        "--json",
+    )
+    assert code == 0, text
+    rows = json.loads(text)
+    assert {r["library"] for r in rows} == set(pythons)
+    for row in rows:
+        assert row["status"] == "ok" and row["version"]
+        assert "float32[3]" in row["result"] and "1." in row["result"]
+
+
+def test_call_shows_errors_side_by_side(pythons: dict[str, str]) -> None:
+    code, text = invoke(
+        "call", "numpy.add", "torch.add", "-a", "ones(2,3):float32", "-a", "ones(4,5):float32"
+    )
+    assert code == 0
+    assert "error" in text and "ValueError" in text and "RuntimeError" in text
+
+
+def test_env_list_json_reports_each_library(pythons: dict[str, str]) -> None:
+    code, text = invoke("env", "list", "--json")
+    assert code == 0
+    rows = {r["library"]: r for r in json.loads(text)}
+    assert set(rows) == set(pythons)
+    for lib, row in rows.items():
+        assert row["state"] == "ready" and row["imports"] is True, row
+        assert row["version"] and row["python"] == pythons[lib]
+        assert "float32" in row["dtypes"]
+    assert "bfloat16" not in rows["numpy"]["dtypes"]
+    assert rows["mxnet"]["numpy"].startswith("1.23")
+
+
+def test_external_interpreter_override(tmp_path: Path, pythons: dict[str, str]) -> None:
+    env = {"XAMT_HOME": str(tmp_path), "XAMT_PYTHON_NUMPY": pythons["numpy"]}
+    code, text = invoke("env", "list", "--json", env=env)
+    rows = {r["library"]: r for r in json.loads(text)}
+    assert rows["numpy"]["state"] == "external" and rows["numpy"]["imports"] is True
+    assert rows["torch"]["state"] == "missing"
+    (tmp_path / "config.toml").write_text(f'[interpreters]\ntorch = "{pythons["torch"]}"\n')
+    code, text = invoke("call", "torch.add", "-a", "1:int64", "-a", "2", env=env)
+    assert code == 0 and "3" in text
+
+
+def test_bad_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[interpreters\n")
+    code, text = invoke("env", "list", env={"XAMT_HOME": str(tmp_path)})
+    assert code == 2 and "config.toml" in text
+
+
+def test_version() -> None:
+    code, text = invoke("--version")
+    assert code == 0 and text.startswith("xamt ")
