@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from typing import Any
 
-# "name(a, b, /, c=1, *args, **kwargs)" at the start of a builtin's docstring.
-DOC_SIGNATURE = re.compile(r"^\s*[\w.]+\((?P<params>[^)]*)\)")
+# "name(a, b, /, c=1, *args, **kwargs) -> ..." at the start of a builtin's docstring.
+DOC_SIGNATURE = re.compile(r"^\s*[\w.]+\(")
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas that are not inside brackets."""
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _doc_params_text(doc: str) -> str | None:
+    """The text between the parentheses of the docstring's leading signature, if any."""
+    match = DOC_SIGNATURE.match(doc or "")
+    if not match:
+        return None
+    depth, start = 1, match.end()
+    for i in range(start, min(len(doc), start + 2000)):
+        if doc[i] == "(":
+            depth += 1
+        elif doc[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return doc[start:i]
+    return None
 
 
 def _params_from_signature(sig: inspect.Signature) -> list[dict[str, Any]]:
@@ -21,14 +55,13 @@ def _params_from_signature(sig: inspect.Signature) -> list[dict[str, Any]]:
 
 
 def _params_from_doc(doc: str) -> list[dict[str, Any]] | None:
-    match = DOC_SIGNATURE.match(doc or "")
-    if not match:
+    text = _doc_params_text(doc)
+    if text is None:
         return None
     params: list[dict[str, Any]] = []
     kind = "positional_or_keyword"
-    for raw in (t.strip() for t in match.group("params").split(",")):
-        if not raw or raw in ("[", "]"):
-            continue
+    for raw in _split_top_level(text):
+        raw = raw.strip("[] ")
         if raw == "/":
             for entry in params:
                 entry["kind"] = "positional_only"
@@ -36,15 +69,16 @@ def _params_from_doc(doc: str) -> list[dict[str, Any]] | None:
         if raw == "*":
             kind = "keyword_only"
             continue
-        name, _, default = raw.strip("[] ").partition("=")
+        name, _, default = raw.partition("=")
+        name = name.split(":", 1)[0].strip()
         if name.startswith("**"):
             params.append({"name": name[2:], "kind": "var_keyword"})
         elif name.startswith("*"):
             params.append({"name": name[1:], "kind": "var_positional"})
             kind = "keyword_only"
         elif name.isidentifier():
-            entry = {"name": name, "kind": kind}
-            if default:
+            entry: dict[str, Any] = {"name": name, "kind": kind}
+            if default.strip():
                 entry["default"] = default.strip()
             params.append(entry)
     return params
@@ -52,9 +86,11 @@ def _params_from_doc(doc: str) -> list[dict[str, Any]] | None:
 
 def _plain(value: Any) -> Any:
     """A default value as plain data: JSON scalars stay, anything else becomes its repr."""
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(value, tuple) and all(isinstance(v, (bool, int, float, str)) for v in value):
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    if isinstance(value, tuple) and all(isinstance(v, (bool, int, str)) for v in value):
         return list(value)
     return {"repr": repr(value)[:80]}
 
@@ -69,8 +105,12 @@ def _kind(obj: Any) -> str:
     return type(obj).__name__
 
 
-def list_namespace(namespace: str, module: Any) -> list[dict[str, Any]]:
-    """Public callables of ``module`` (not submodules), sorted by name."""
+def list_namespace(namespace: str, module: Any, seen: dict[int, str]) -> list[dict[str, Any]]:
+    """Public callables of ``module`` (not submodules), sorted by name.
+
+    ``seen`` maps ``id(callable)`` to the first path it was listed under, across namespaces, so
+    that one function reached through two namespaces is recognisably one callable.
+    """
     entries = []
     for name in sorted(dir(module)):
         if name.startswith("_"):
@@ -89,9 +129,11 @@ def list_namespace(namespace: str, module: Any) -> list[dict[str, Any]]:
         except (TypeError, ValueError):
             params = _params_from_doc(doc)
             source = "docstring" if params is not None else "none"
+        path = f"{namespace}.{name}"
         entries.append(
             {
-                "path": f"{namespace}.{name}",
+                "path": path,
+                "same_as": seen.setdefault(id(obj), path),
                 "kind": _kind(obj),
                 "params": params,
                 "params_from": source,

@@ -218,19 +218,30 @@ class Server:
             "pid": os.getpid(),
         }
 
+    def namespace(self, path: str) -> Any:
+        """A namespace by dotted path: a module, or an attribute such as ``mxnet.nd``."""
+        try:
+            return importlib.import_module(path)
+        except ImportError:
+            head, _, tail = path.rpartition(".")
+            if not head:
+                raise
+            return getattr(self.namespace(head), tail)
+
     def describe(self, namespaces: list[str] | None) -> dict[str, Any]:
         """List public callables of the adapter's namespaces with their parameters."""
         from xamt.workers.inventory import list_namespace
 
         apis: list[dict[str, Any]] = []
         errors: dict[str, str] = {}
+        seen: dict[int, str] = {}
         for ns in namespaces or list(self.adapter.namespaces):
             try:
-                module = importlib.import_module(ns)
+                module = self.namespace(ns)
             except Exception as exc:  # noqa: BLE001 - report and go on with other namespaces
                 errors[ns] = f"{type(exc).__name__}: {exc}"
                 continue
-            apis.extend(list_namespace(ns, module))
+            apis.extend(list_namespace(ns, module, seen))
         return {"apis": apis, "errors": errors}
 
 
@@ -276,7 +287,7 @@ class Channel:
     def write(self, header: dict[str, Any], values: dict[str, Any] | None = None) -> None:
         try:
             parts = protocol.frame(header, values)
-        except ProtocolError as exc:  # an output that cannot travel becomes an error reply
+        except (ProtocolError, ValueError, TypeError) as exc:  # what cannot travel: an error reply
             parts = protocol.frame(
                 {
                     **header,
