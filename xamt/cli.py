@@ -7,7 +7,10 @@ line and turned into their documented exit code here, never shown as a traceback
 from __future__ import annotations
 
 import json
+import re
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import numpy as np
@@ -17,6 +20,11 @@ from rich.table import Table
 
 from xamt import __version__, envs
 from xamt.callspec import parse_keyword, parse_value
+from xamt.catalog import model as catalog_model
+from xamt.catalog.build import build as catalog_build_fn
+from xamt.catalog.check import check as check_groups
+from xamt.catalog.check import sample_groups
+from xamt.catalog.model import Catalog
 from xamt.errors import UnknownApi, UsageError, WorkerError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
 from xamt.types import Call, Outcome
@@ -343,3 +351,219 @@ def _outcome_json(o: Outcome, version: str | None) -> dict[str, Any]:
         "signal": o.signal,
         "error": None if o.error is None else {"type": o.error.type, "message": o.error.message},
     }
+
+
+# --- catalog ---------------------------------------------------------------------------------
+catalog_app = typer.Typer(
+    help="Groups of equivalent APIs: build, inspect, check.", no_args_is_help=True
+)
+app.add_typer(catalog_app, name="catalog")
+CatalogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--catalog",
+        envvar="XAMT_CATALOG",
+        help="Catalog file (default: the one shipped with xamt).",
+    ),
+]
+
+
+def _load_catalog(path: Path | None) -> Catalog:
+    return catalog_model.load(path or catalog_model.CATALOG_PATH)
+
+
+@catalog_app.command("build")
+@handles_errors
+def catalog_build(
+    libraries: Annotated[list[str] | None, typer.Argument(help="Libraries (default: all).")] = None,
+    output: Annotated[Path | None, typer.Option(help="Where to write the catalog.")] = None,
+    only: Annotated[
+        str | None, typer.Option(help="Regex on operation names (partial build).")
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option(help="Ignore checkpointed results of earlier runs.")
+    ] = False,
+    variant: VariantOpt = "cpu",
+) -> None:
+    """Build the catalog from the installed libraries: inventory, normalization, candidates,
+    execution-validated groups. Resumes from checkpointed results unless --fresh."""
+    libs = _libraries(libraries, all_=not libraries)
+    if len(libs) < 2:
+        raise UsageError("a catalog needs at least two libraries")
+    pattern = _regex(only) if only else None
+    cache = envs.xamt_home() / "catalog"
+    if fresh and cache.exists():
+        for stale in cache.glob("probes-*.jsonl"):
+            stale.unlink()
+    target = output or catalog_model.CATALOG_PATH
+    pythons = {lib: envs.interpreter(lib, variant) for lib in libs}
+    started = time.monotonic()
+    with WorkerPool(pythons, deadline=20) as pool:
+        out.print(f"starting {len(libs)} workers")
+        pool.start()
+        catalog = catalog_build_fn(
+            pool,
+            cache_dir=cache,
+            ops=(lambda op: bool(pattern.search(op))) if pattern else None,
+            progress=lambda line: out.print(f"  {line}", markup=False),
+        )
+    catalog_model.save(catalog, target)
+    stats = catalog.stats()
+    out.print(
+        f"wrote {target}: {stats['groups']} groups, {stats['matched_apis']} APIs, "
+        f"{time.monotonic() - started:.0f} s"
+    )
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise UsageError(f"--only {text!r} is not a regular expression: {exc}") from None
+
+
+@catalog_app.command("stats")
+@handles_errors
+def catalog_stats(
+    catalog: CatalogOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Totals: groups, matched API names, distinct callables, groups per library."""
+    stats = _load_catalog(catalog).stats()
+    if as_json:
+        out.print(json.dumps(stats, indent=2), markup=False)
+        return
+    out.print(
+        f"groups {stats['groups']}  operations {stats['operations']}  "
+        f"matched APIs {stats['matched_apis']}  distinct callables "
+        f"{stats['distinct_callables']}"
+    )
+    table = Table("library", "version", "groups", "APIs")
+    for lib, n in stats["groups_per_library"].items():
+        table.add_row(
+            lib,
+            stats["library_versions"].get(lib, "-"),
+            str(n),
+            str(stats["apis_per_library"][lib]),
+        )
+    out.print(table)
+    out.print("families: " + ", ".join(f"{k} {v}" for k, v in stats["families"].items()))
+
+
+@catalog_app.command("list")
+@handles_errors
+def catalog_list(
+    lib: Annotated[
+        list[str] | None, typer.Option("--lib", help="Only groups with this library.")
+    ] = None,
+    family: Annotated[str | None, typer.Option(help="Only this family.")] = None,
+    catalog: CatalogOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List groups (id, family, dtype, libraries)."""
+    cat = _load_catalog(catalog)
+    wanted = {check_library(x) for x in lib or []}
+    if family is not None and family not in catalog_model.FAMILIES:
+        raise UsageError(
+            f"unknown family {family!r}; families: {', '.join(catalog_model.FAMILIES)}"
+        )
+    groups = [
+        g
+        for g in cat.groups
+        if wanted <= set(g.libraries) and (family is None or g.family == family)
+    ]
+    if as_json:
+        out.print(
+            json.dumps(
+                [
+                    {
+                        "id": g.id,
+                        "family": g.family,
+                        "dtype": g.dtype,
+                        "roles": list(g.roles),
+                        "libraries": list(g.libraries),
+                    }
+                    for g in groups
+                ],
+                indent=2,
+            ),
+            markup=False,
+        )
+        return
+    for g in groups:
+        out.print(f"{g.id:32} {g.family:12} {g.dtype:8} {' '.join(g.libraries)}", markup=False)
+    err.print(f"{len(groups)} groups")
+
+
+@catalog_app.command("show")
+@handles_errors
+def catalog_show(
+    group: Annotated[str, typer.Argument(help="Group id (see `xamt catalog list`).")],
+    catalog: CatalogOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """One group: its roles, dtype and how each member binds them."""
+    g = _load_catalog(catalog).group(group)
+    if as_json:
+        from dataclasses import asdict
+
+        out.print(json.dumps(asdict(g), indent=2), markup=False)
+        return
+    out.print(f"{g.id}: {g.family}, roles {', '.join(g.roles)}, validated on {g.dtype}")
+    table = Table("library", "api", "positional", "keywords", "optional roles")
+    for m in g.members:
+        table.add_row(
+            m.library,
+            m.api,
+            ", ".join(m.args) or "-",
+            ", ".join(f"{p}={r}" for p, r in m.kwargs.items()) or "-",
+            ", ".join(f"{r}->{p}" for r, p in m.optional.items()) or "-",
+        )
+    out.print(table)
+
+
+@catalog_app.command("check")
+@handles_errors
+def catalog_check(
+    sample: Annotated[int | None, typer.Option(help="Check a seeded sample of N groups.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    catalog: CatalogOpt = None,
+    variant: VariantOpt = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Re-validate committed groups on the installed versions; exit 9 when any drifted."""
+    if sample is not None and sample <= 0:
+        raise UsageError("--sample must be positive")
+    cat = _load_catalog(catalog)
+    groups = sample_groups(cat, sample, seed)
+    libs = sorted({lib for g in groups for lib in g.libraries}, key=library_names().index)
+    pythons = {lib: envs.interpreter(lib, variant) for lib in libs}
+    with WorkerPool(pythons, deadline=20) as pool:
+        versions = {lib: h.version for lib, h in pool.start().items()}
+        drifts = check_groups(pool, groups)
+    changed = {
+        lib: (cat.libraries.get(lib), v)
+        for lib, v in versions.items()
+        if cat.libraries.get(lib) != v
+    }
+    report = {
+        "checked": len(groups),
+        "drifted": len(drifts),
+        "version_changes": {k: {"catalog": a, "installed": b} for k, (a, b) in changed.items()},
+        "drift": [
+            {"group": d.group, "failing": d.failing, "disagreeing": list(d.disagreeing)}
+            for d in drifts
+        ],
+    }
+    if as_json:
+        out.print(json.dumps(report, indent=2), markup=False)
+    else:
+        for lib, (a, b) in changed.items():
+            out.print(f"{lib}: catalog built with {a}, installed {b}")
+        for d in drifts:
+            parts = [f"{api} {status}" for api, status in d.failing.items()]
+            parts += [f"{api} disagrees" for api in d.disagreeing]
+            out.print(f"drift {d.group}: {'; '.join(parts)}", markup=False)
+        out.print(f"checked {len(groups)} groups: {len(drifts)} drifted")
+    if drifts:
+        raise typer.Exit(9)

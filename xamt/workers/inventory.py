@@ -13,7 +13,9 @@ DOC_SIGNATURE = re.compile(r"^\s*[\w.]+\(")
 
 def _split_top_level(text: str) -> list[str]:
     """Split at commas that are not inside brackets."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1
@@ -28,20 +30,26 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _doc_params_text(doc: str) -> str | None:
-    """The text between the parentheses of the docstring's leading signature, if any."""
-    match = DOC_SIGNATURE.match(doc or "")
-    if not match:
-        return None
-    depth, start = 1, match.end()
-    for i in range(start, min(len(doc), start + 2000)):
-        if doc[i] == "(":
-            depth += 1
-        elif doc[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return doc[start:i]
-    return None
+def _doc_params_texts(doc: str, name: str) -> list[str]:
+    """The text between the parentheses of each ``name(...)`` signature in a docstring.
+
+    The first one must open the docstring; overloads listed further down (torch documents
+    ``sum(input, dim, keepdim=False)`` after ``sum(input, *, dtype=None)``) are found too.
+    """
+    if not DOC_SIGNATURE.match(doc or ""):
+        return []
+    texts = []
+    for match in re.finditer(rf"(?:^|\n|\n\.\. function:: ){re.escape(name)}\(", doc):
+        depth, start = 1, match.end()
+        for i in range(start, min(len(doc), start + 2000)):
+            if doc[i] == "(":
+                depth += 1
+            elif doc[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    texts.append(doc[start:i])
+                    break
+    return texts
 
 
 def _params_from_signature(sig: inspect.Signature) -> list[dict[str, Any]]:
@@ -54,17 +62,14 @@ def _params_from_signature(sig: inspect.Signature) -> list[dict[str, Any]]:
     return params
 
 
-def _params_from_doc(doc: str) -> list[dict[str, Any]] | None:
-    text = _doc_params_text(doc)
-    if text is None:
-        return None
+def _parse_params(text: str) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = []
     kind = "positional_or_keyword"
     for raw in _split_top_level(text):
         raw = raw.strip("[] ")
         if raw == "/":
-            for entry in params:
-                entry["kind"] = "positional_only"
+            for earlier in params:
+                earlier["kind"] = "positional_only"
             continue
         if raw == "*":
             kind = "keyword_only"
@@ -82,6 +87,34 @@ def _params_from_doc(doc: str) -> list[dict[str, Any]] | None:
                 entry["default"] = default.strip()
             params.append(entry)
     return params
+
+
+def _params_from_doc(doc: str, name: str) -> list[dict[str, Any]] | None:
+    """Parameters from the docstring's signatures, overloads merged.
+
+    A parameter required in every overload stays required; one missing from some overload
+    becomes optional (its default is ``"<overload>"``).
+    """
+    overloads = [_parse_params(t) for t in _doc_params_texts(doc, name)]
+    if not overloads:
+        return None
+    merged: dict[str, dict[str, Any]] = {}
+    for params in overloads:
+        for entry in params:
+            merged.setdefault(entry["name"], dict(entry))
+    for pname, entry in merged.items():
+        in_all = all(any(p["name"] == pname and "default" not in p for p in ps) for ps in overloads)
+        if (
+            not in_all
+            and "default" not in entry
+            and entry["kind"]
+            not in (
+                "var_positional",
+                "var_keyword",
+            )
+        ):
+            entry["default"] = "<overload>"
+    return list(merged.values())
 
 
 def _plain(value: Any) -> Any:
@@ -127,7 +160,7 @@ def list_namespace(namespace: str, module: Any, seen: dict[int, str]) -> list[di
         try:
             params = _params_from_signature(inspect.signature(obj))
         except (TypeError, ValueError):
-            params = _params_from_doc(doc)
+            params = _params_from_doc(doc, name)
             source = "docstring" if params is not None else "none"
         path = f"{namespace}.{name}"
         entries.append(

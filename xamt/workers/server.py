@@ -241,7 +241,10 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - report and go on with other namespaces
                 errors[ns] = f"{type(exc).__name__}: {exc}"
                 continue
-            apis.extend(list_namespace(ns, module, seen))
+            try:
+                apis.extend(list_namespace(ns, module, seen))
+            except Exception as exc:  # noqa: BLE001 - one bad namespace must not end the worker
+                errors[ns] = f"{type(exc).__name__}: {exc}"
         return {"apis": apis, "errors": errors}
 
 

@@ -1,0 +1,1 @@
+"""The catalog: execution-validated groups of equivalent APIs across libraries."""

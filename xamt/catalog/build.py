@@ -1,0 +1,475 @@
+"""Build the catalog: inventory -> normalization -> candidates -> execution -> groups.
+
+1. **Inventory.** Each worker lists the public callables of its namespaces (cached per library
+   version under ``$XAMT_HOME/catalog``).
+2. **Candidates.** APIs are bucketed by canonical operation name (aliases and name rules) and
+   by *plan*: the roles a call is made with (``x``; ``x1, x2``; ``x1, x2, x3``; and the same
+   with ``axis`` for APIs that take one). A bucket is a candidate when it spans two libraries.
+   Candidates are scored from name, roles and arity (see :func:`score`); the score orders the
+   work and is recorded, it never vetoes.
+3. **Execution.** Every candidate member runs on the canonical inputs of its plan: seeded
+   float32 arrays in (0.1, 0.9) (inside the domain of log, sqrt, arcsin, atanh...) in three
+   shapes; members that fail on float32 are tried on int32 (1..9), then bool. Calls go to all
+   libraries at once, in batches.
+4. **Pairwise validation and groups.** Two members agree when they return the same structure,
+   shapes and values (``rtol=1e-4, atol=1e-5``) on every canonical input. Agreeing pairs form
+   connected components; the group-level check then keeps, per component, the largest set of
+   members that all agree with each other (greedy, deterministic). Members that disagree are
+   split off and may form a group of their own; a group must span two libraries.
+
+The build is deterministic: everything is sorted, inputs are seeded, and APIs that change
+process-global state, random APIs and I/O are excluded before anything runs
+(``data/exclusions.toml``), so no order of calls or worker restart changes a result.
+Execution results are checkpointed, so an interrupted build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.bind import bind
+from xamt.catalog.model import Catalog, Group, Member
+from xamt.catalog.normalize import binding_of, canonical_op, exclusion_reason
+from xamt.libraries import library_names
+from xamt.types import Call, Outcome
+from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import BFloat16, Opaque
+
+Progress = Callable[[str], None]
+SHAPES = ((3, 4), (2, 3, 4), (5,))
+DTYPES = ("float32", "int32", "bool")
+RTOL, ATOL = 1e-4, 1e-5
+AXIS = 0
+BATCH = 400
+INPUT_SEED = 20261130
+# Kinds of inventory entries that are never operations.
+SKIP_KINDS = frozenset({"class"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """How a candidate is called: positional array roles, plus ``axis`` by keyword or not."""
+
+    arrays: int
+    axis: bool
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        names = ("x",) if self.arrays == 1 else tuple(f"x{i + 1}" for i in range(self.arrays))
+        return (*names, "axis") if self.axis else names
+
+    @property
+    def key(self) -> str:
+        return ",".join(self.roles)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """One API under one plan, with how its roles bind."""
+
+    library: str
+    api: str
+    callable: str
+    op: str
+    plan: Plan
+    args: tuple[str, ...]
+    kwargs: tuple[tuple[str, str], ...]
+    optional: tuple[tuple[str, str], ...]
+
+    def call(self, inputs: Sequence[Any]) -> Call:
+        return bind(self.member(), role_values(self.plan.roles, inputs))
+
+    def member(self) -> Member:
+        optional = {
+            role: name for role, name in self.optional if role != "axis" or not self.plan.axis
+        }
+        return Member(
+            library=self.library,
+            api=self.api,
+            args=self.args,
+            kwargs=dict(self.kwargs)
+            | ({dict(self.optional)["axis"]: "axis"} if self.plan.axis else {}),
+            optional=optional,
+            callable=self.callable,
+        )
+
+
+def role_values(roles: Sequence[str], inputs: Sequence[Any]) -> dict[str, Any]:
+    """Role -> value for one canonical input tuple (arrays in role order; ``axis`` fixed)."""
+    arrays = [r for r in roles if r != "axis"]
+    values: dict[str, Any] = dict(zip(arrays, inputs, strict=True))
+    if "axis" in roles:
+        values["axis"] = AXIS
+    return values
+
+
+def canonical_inputs(plan: Plan, dtype: str) -> list[tuple[np.ndarray, ...]]:
+    """The seeded inputs every member of a plan is validated on, one tuple per shape."""
+    rng = np.random.default_rng(INPUT_SEED)
+    sets = []
+    for shape in SHAPES:
+        arrays = []
+        for _ in range(plan.arrays):
+            if dtype == "float32":
+                arrays.append(rng.uniform(0.1, 0.9, shape).astype(np.float32))
+            elif dtype == "int32":
+                arrays.append(rng.integers(1, 10, shape).astype(np.int32))
+            else:
+                arrays.append(rng.integers(0, 2, shape).astype(bool))
+        sets.append(tuple(arrays))
+    return sets
+
+
+def candidates(
+    inventories: Mapping[str, Mapping[str, Any]],
+) -> dict[tuple[str, str], list[Candidate]]:
+    """Candidate buckets: (operation, plan) -> members, for buckets spanning two libraries."""
+    buckets: dict[tuple[str, str], list[Candidate]] = defaultdict(list)
+    for lib in sorted(inventories, key=library_names().index):
+        for entry in sorted(inventories[lib]["apis"], key=lambda e: e["path"]):
+            if entry["kind"] in SKIP_KINDS or exclusion_reason(entry["path"]):
+                continue
+            op = canonical_op(entry["path"])
+            for cand in _plans(lib, entry, op):
+                buckets[(op, cand.plan.key)].append(cand)
+    return {k: v for k, v in sorted(buckets.items()) if len({c.library for c in v}) >= 2}
+
+
+def _plans(lib: str, entry: Mapping[str, Any], op: str) -> Iterable[Candidate]:
+    b = binding_of(entry["params"])
+    common = {
+        "library": lib,
+        "api": entry["path"],
+        "callable": entry.get("same_as", entry["path"]),
+        "op": op,
+    }
+    if not b.known:  # nothing known about parameters: try the plain plans positionally
+        for n in (1, 2):
+            plan = Plan(arrays=n, axis=False)
+            yield Candidate(plan=plan, args=plan.roles, kwargs=(), optional=(), **common)
+        return
+    if b.blocked or not b.arrays:
+        return
+    roles = Plan(arrays=len(b.arrays), axis=False).roles
+    args = tuple(r for (name, kw_only), r in zip(b.arrays, roles, strict=True) if not kw_only)
+    kwargs = tuple((name, r) for (name, kw_only), r in zip(b.arrays, roles, strict=True) if kw_only)
+    if args and kwargs:  # keyword-only arrays after positional ones: bind all by keyword
+        kwargs = tuple((name, r) for (name, _), r in zip(b.arrays, roles, strict=True))
+        args = ()
+    optional = tuple(sorted(b.optional.items()))
+    if not b.axis_required:
+        yield Candidate(
+            plan=Plan(arrays=len(b.arrays), axis=False),
+            args=args,
+            kwargs=kwargs,
+            optional=optional,
+            **common,
+        )
+    if "axis" in b.optional:
+        yield Candidate(
+            plan=Plan(arrays=len(b.arrays), axis=True),
+            args=args,
+            kwargs=kwargs,
+            optional=optional,
+            **common,
+        )
+
+
+def score(members: Sequence[Candidate]) -> float:
+    """How promising a bucket is before execution: libraries spanned, aliases, exact names.
+
+    Documentation may raise a score (not used yet); nothing here vetoes a candidate.
+    """
+    libs = len({m.library for m in members})
+    exact = sum(1 for m in members if m.api.rsplit(".", 1)[-1].lower() == m.op)
+    return libs + exact / max(1, len(members))
+
+
+# --- execution -----------------------------------------------------------------------------
+
+
+class ProbeStore:
+    """Execution results, checkpointed to a JSON Lines file so that a build can resume."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.results: dict[str, Any] = {}
+        if path is not None and path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    key, value = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by a kill: that call runs again
+                self.results[key] = value
+
+    def add(self, items: Iterable[tuple[str, Any]]) -> None:
+        lines = []
+        for key, value in items:
+            self.results[key] = value
+            lines.append(json.dumps([key, value], allow_nan=True))
+        if self.path is not None and lines:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a") as fh:
+                fh.write("\n".join(lines) + "\n")
+
+
+def _key(c: Candidate, dtype: str, i: int) -> str:
+    return f"{c.library}|{c.api}|{c.plan.key}|{dtype}|{i}"
+
+
+def to_plain(value: Any) -> Any:
+    """An outcome value as JSON-able plain data (for the checkpoint file and comparison)."""
+    if isinstance(value, BFloat16):
+        value = value.values
+    if isinstance(value, np.ndarray):
+        flat = value.astype(np.complex128) if value.dtype.kind == "c" else value
+        data = flat.ravel().tolist()
+        if value.dtype.kind == "c":
+            data = [[z.real, z.imag] for z in data]
+        return {"dtype": value.dtype.name, "shape": list(value.shape), "data": data}
+    if isinstance(value, (tuple, list)):
+        return {"seq": [to_plain(v) for v in value]}
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, Opaque):
+        return to_plain(np.asarray(value))
+    return {"opaque": type(value).__name__}
+
+
+def run_probes(
+    pool: WorkerPool, todo: list[tuple[str, Candidate, Call]], store: ProbeStore, progress: Progress
+) -> None:
+    """Run calls not yet in the store, all libraries at once, in checkpointed batches."""
+    pending: dict[str, list[tuple[str, Call]]] = defaultdict(list)
+    for key, cand, call in todo:
+        if key not in store.results:
+            pending[cand.library].append((key, call))
+    total = sum(len(v) for v in pending.values())
+    done = 0
+    started = time.monotonic()
+    while any(pending.values()):
+        batches = {lib: items[:BATCH] for lib, items in pending.items() if items}
+        results = pool.run({lib: [c for _, c in items] for lib, items in batches.items()})
+        for lib, items in batches.items():
+            store.add(
+                (key, _result(out)) for (key, _), out in zip(items, results[lib], strict=True)
+            )
+            pending[lib] = pending[lib][len(items) :]
+            done += len(items)
+        rate = done / max(1e-9, time.monotonic() - started)
+        progress(f"executed {done}/{total} calls ({rate:.0f}/s)")
+
+
+def _result(out: Outcome) -> Any:
+    if out.status != "ok":
+        return {"status": out.status}
+    return {"status": "ok", "value": to_plain(out.value)}
+
+
+def agree(a: Any, b: Any) -> bool:
+    """Whether two plain results are the same operation's output on the same inputs."""
+    if "seq" in a or "seq" in b:
+        return (
+            "seq" in a
+            and "seq" in b
+            and len(a["seq"]) == len(b["seq"])
+            and all(agree(x, y) for x, y in zip(a["seq"], b["seq"], strict=True))
+        )
+    if "data" not in a or "data" not in b:
+        return False
+    if a["shape"] != b["shape"]:
+        return False
+    kinds = {np.dtype(a["dtype"]).kind, np.dtype(b["dtype"]).kind}
+    if "b" in kinds and kinds != {"b"}:
+        return False
+    x, y = _numeric(a), _numeric(b)
+    return bool(np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+def _numeric(plain: dict[str, Any]) -> np.ndarray:
+    data = plain["data"]
+    if np.dtype(plain["dtype"]).kind == "c":
+        return np.array([complex(r, i) for r, i in data], dtype=np.complex128)
+    return np.array(data, dtype=np.float64 if np.dtype(plain["dtype"]).kind != "b" else bool)
+
+
+def _has_array(plain: Any) -> bool:
+    if "seq" in plain:
+        return any(_has_array(v) for v in plain["seq"])
+    return "data" in plain
+
+
+def form_groups(members: Sequence[Candidate], results: Sequence[Sequence[Any]]) -> list[list[int]]:
+    """Pairwise agreement -> components -> the group-level check (all members agree).
+
+    Returns groups as lists of member indices, each spanning two libraries, deterministic.
+    """
+    n = len(members)
+    agrees = [
+        [
+            i == j or all(agree(a, b) for a, b in zip(results[i], results[j], strict=True))
+            for j in range(n)
+        ]
+        for i in range(n)
+    ]
+    remaining = list(range(n))
+    groups = []
+    while remaining:
+        degree = {i: sum(agrees[i][j] for j in remaining) for i in remaining}
+        seed = max(remaining, key=lambda i: (degree[i], -i))
+        clique = [seed]
+        for j in sorted(remaining, key=lambda i: (-degree[i], i)):
+            if j != seed and all(agrees[j][k] for k in clique):
+                clique.append(j)
+        remaining = [i for i in remaining if i not in clique]
+        if len({members[i].library for i in clique}) >= 2:
+            groups.append(sorted(clique))
+    return groups
+
+
+def family_of(
+    op: str, members: Sequence[Candidate], first: Sequence[Any], inputs: Sequence[Any]
+) -> str:
+    apis = " ".join(m.api for m in members)
+    if ".linalg." in apis:
+        return "linalg"
+    if ".fft." in apis:
+        return "fft"
+    if ".nn." in apis or ".npx." in apis:
+        return "activation"
+    out = first[0]
+    if "data" in out:
+        shape = tuple(out["shape"])
+        in_shape = inputs[0][0].shape
+        if shape == in_shape:
+            return "elementwise"
+        if int(np.prod(shape)) < int(np.prod(in_shape)):
+            return "reduction"
+        return "shape"
+    return "other"
+
+
+# --- the whole build -----------------------------------------------------------------------
+
+
+def inventories(
+    pool: WorkerPool, cache_dir: Path | None, progress: Progress
+) -> dict[str, dict[str, Any]]:
+    """Each library's API inventory, cached per library version."""
+    found = {}
+    for lib, hello in sorted(pool.hellos().items(), key=lambda kv: library_names().index(kv[0])):
+        path = cache_dir / f"inventory-{lib}-{hello.version}.json" if cache_dir else None
+        if path is not None and path.exists():
+            found[lib] = json.loads(path.read_text())
+            continue
+        found[lib] = pool.describe(lib)
+        progress(f"inventory {lib} {hello.version}: {len(found[lib]['apis'])} callables")
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(found[lib]))
+    return found
+
+
+def build(
+    pool: WorkerPool,
+    *,
+    cache_dir: Path | None = None,
+    ops: Callable[[str], bool] | None = None,
+    progress: Progress = lambda _m: None,
+) -> Catalog:
+    """Build a catalog with a started pool. ``ops`` filters operation names (for partial builds)."""
+    hellos = pool.hellos()
+    versions = {lib: hellos[lib].version for lib in sorted(hellos, key=library_names().index)}
+    inv = inventories(pool, cache_dir, progress)
+    buckets = candidates(inv)
+    if ops is not None:
+        buckets = {k: v for k, v in buckets.items() if ops(k[0])}
+    progress(
+        f"{len(buckets)} candidate buckets, "
+        f"{sum(len(v) for v in buckets.values())} candidate members"
+    )
+    tag = hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:12]
+    store = ProbeStore(cache_dir / f"probes-{tag}.jsonl" if cache_dir else None)
+
+    groups: list[Group] = []
+    unresolved = dict(buckets)
+    for dtype in DTYPES:
+        todo = []
+        for members in unresolved.values():
+            for cand in members:
+                for i, inputs in enumerate(canonical_inputs(cand.plan, dtype)):
+                    todo.append((_key(cand, dtype, i), cand, cand.call(inputs)))
+        progress(f"{dtype}: {len(todo)} calls for {len(unresolved)} buckets")
+        run_probes(pool, todo, store, progress)
+        still: dict[tuple[str, str], list[Candidate]] = {}
+        for (op, pkey), members in unresolved.items():
+            n_inputs = len(SHAPES)
+            ok = [
+                c
+                for c in members
+                if all(
+                    store.results[_key(c, dtype, i)]["status"] == "ok"
+                    and _has_array(store.results[_key(c, dtype, i)].get("value", {}))
+                    for i in range(n_inputs)
+                )
+            ]
+            results = [
+                [store.results[_key(c, dtype, i)]["value"] for i in range(n_inputs)] for c in ok
+            ]
+            found = form_groups(ok, results)
+            grouped = {i for g in found for i in g}
+            plan_inputs = canonical_inputs(members[0].plan, dtype)
+            for k, idx in enumerate(found):
+                chosen = [ok[i] for i in idx]
+                suffix = "" if pkey in ("x", "x1,x2", "x1,x2,x3") else "[axis]"
+                gid = (
+                    f"{op}{suffix}"
+                    + (f"@{dtype}" if dtype != "float32" else "")
+                    + (f"~{k + 1}" if k else "")
+                )
+                groups.append(
+                    Group(
+                        id=gid,
+                        op=op,
+                        family=family_of(op, chosen, results[idx[0]], plan_inputs),
+                        roles=chosen[0].plan.roles,
+                        dtype=dtype,
+                        members=tuple(c.member() for c in chosen),
+                    )
+                )
+            rest = [c for i, c in enumerate(ok) if i not in grouped]
+            failed = [c for c in members if c not in ok]
+            if not found and len({c.library for c in failed + rest}) >= 2:
+                still[(op, pkey)] = failed + rest
+            elif len({c.library for c in failed}) >= 2:
+                still[(op, pkey)] = failed
+        unresolved = still
+    groups.sort(key=lambda g: g.id)
+    return Catalog(libraries=versions, groups=tuple(_dedupe_ids(groups)))
+
+
+def _dedupe_ids(groups: list[Group]) -> list[Group]:
+    """Group ids are unique: a plan id that collides gets the plan spelled out."""
+    seen: dict[str, int] = defaultdict(int)
+    for g in groups:
+        seen[g.id] += 1
+    out = []
+    for g in groups:
+        if seen[g.id] > 1:
+            g = Group(
+                id=f"{g.id}({','.join(g.roles)})",
+                op=g.op,
+                family=g.family,
+                roles=g.roles,
+                dtype=g.dtype,
+                members=g.members,
+            )
+        out.append(g)
+    return out

@@ -1,0 +1,195 @@
+"""The catalog's records and its committed file: groups of equivalent APIs.
+
+Records are frozen, keyword-only dataclasses of plain data. A :class:`Member` says how the
+roles of its group bind to one library call: which roles go positionally (``args``), which by
+keyword (``kwargs``: parameter name -> role), and which optional roles the API also takes
+(``optional``: role -> parameter name) for the fuzzer to vary. Loading the catalog imports no
+deep-learning library.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xamt.errors import XamtError
+from xamt.libraries import library_names
+
+SCHEMA = 1
+CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
+# The role vocabulary. Array roles first.
+ARRAY_ROLES = ("x", "x1", "x2", "x3")
+ROLES = (*ARRAY_ROLES, "axis", "keepdims", "dtype")
+FAMILIES = ("elementwise", "reduction", "shape", "linalg", "fft", "activation", "other")
+
+
+class CatalogError(XamtError):
+    """A catalog file that cannot be used as it is."""
+
+    exit_code = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member:
+    """One library's API in a group, and how the group's roles bind to its call."""
+
+    library: str
+    api: str
+    args: tuple[str, ...] = ()
+    kwargs: dict[str, str] = field(default_factory=dict)
+    optional: dict[str, str] = field(default_factory=dict)
+    callable: str = ""  # the first path of the same callable object (namespaces alias functions)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Group:
+    """APIs of different libraries that agreed on every canonical input."""
+
+    id: str
+    op: str
+    family: str
+    roles: tuple[str, ...]
+    dtype: str
+    members: tuple[Member, ...]
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        return tuple(sorted({m.library for m in self.members}))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Catalog:
+    libraries: dict[str, str]
+    groups: tuple[Group, ...]
+
+    def group(self, gid: str) -> Group:
+        for g in self.groups:
+            if g.id == gid:
+                return g
+        raise CatalogError(f"no group {gid!r} in the catalog; see `xamt catalog list`")
+
+    def stats(self) -> dict[str, Any]:
+        """Totals: groups, matched API names, distinct callables, groups per library."""
+        apis = {(m.library, m.api) for g in self.groups for m in g.members}
+        callables = {(m.library, m.callable or m.api) for g in self.groups for m in g.members}
+        per_lib = Counter(lib for g in self.groups for lib in g.libraries)
+        return {
+            "groups": len(self.groups),
+            "operations": len({g.op for g in self.groups}),
+            "matched_apis": len(apis),
+            "distinct_callables": len(callables),
+            "groups_per_library": {lib: per_lib.get(lib, 0) for lib in library_names()},
+            "apis_per_library": {
+                lib: len({a for (lb, a) in apis if lb == lib}) for lib in library_names()
+            },
+            "families": dict(sorted(Counter(g.family for g in self.groups).items())),
+            "libraries_per_group": dict(
+                sorted(Counter(len(g.libraries) for g in self.groups).items())
+            ),
+            "library_versions": self.libraries,
+        }
+
+
+def to_json(catalog: Catalog) -> str:
+    """Serialize with one group per line: small, stable diffs when the catalog is rebuilt."""
+    lines = [
+        "{",
+        f'"schema": {SCHEMA},',
+        f'"libraries": {json.dumps(catalog.libraries, sort_keys=True)},',
+        '"groups": [',
+    ]
+    body = [
+        json.dumps(_compact(asdict(g)), sort_keys=True, separators=(",", ":"))
+        for g in catalog.groups
+    ]
+    lines.append(",\n".join(body))
+    lines += ["]", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _compact(group: dict[str, Any]) -> dict[str, Any]:
+    for m in group["members"]:
+        for key in ("kwargs", "optional", "args"):
+            if not m[key]:
+                del m[key]
+        if m.get("callable") == m["api"]:
+            del m["callable"]
+    return group
+
+
+def save(catalog: Catalog, path: Path = CATALOG_PATH) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(to_json(catalog))
+    tmp.replace(path)
+
+
+def load(path: Path = CATALOG_PATH) -> Catalog:
+    """Load and check a catalog file; every problem names the file and the entry."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CatalogError(
+            f"{path}: no catalog file; build one with `xamt catalog build`"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"{path}: not a readable JSON catalog: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise CatalogError(f"{path}: expected a catalog with schema {SCHEMA}")
+    known = set(library_names())
+    groups = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data.get("groups", [])):
+        where = f"{path}: group #{i} ({raw.get('id', '?') if isinstance(raw, dict) else '?'})"
+        try:
+            group = _group(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"{where}: malformed entry ({exc!r})") from None
+        if group.id in seen:
+            raise CatalogError(f"{where}: duplicate group id {group.id!r}")
+        seen.add(group.id)
+        for role in group.roles:
+            if role not in ROLES:
+                raise CatalogError(f"{where}: unknown role {role!r}; roles are {', '.join(ROLES)}")
+        for m in group.members:
+            if m.library not in known:
+                raise CatalogError(
+                    f"{where}: unknown library {m.library!r} in member {m.api}; "
+                    f"known: {', '.join(sorted(known))}"
+                )
+            used = [*m.args, *m.kwargs.values(), *m.optional]
+            for role in used:
+                if role not in ROLES:
+                    raise CatalogError(
+                        f"{where}: member {m.api} uses unknown role {role!r}; "
+                        f"roles are {', '.join(ROLES)}"
+                    )
+        if len(group.libraries) < 2:
+            raise CatalogError(f"{where}: a group must span at least two libraries")
+        groups.append(group)
+    libraries = data.get("libraries", {})
+    return Catalog(libraries=dict(libraries), groups=tuple(groups))
+
+
+def _group(raw: dict[str, Any]) -> Group:
+    members = tuple(
+        Member(
+            library=str(m["library"]),
+            api=str(m["api"]),
+            args=tuple(m.get("args", ())),
+            kwargs=dict(m.get("kwargs", {})),
+            optional=dict(m.get("optional", {})),
+            callable=str(m.get("callable", m["api"])),
+        )
+        for m in raw["members"]
+    )
+    return Group(
+        id=str(raw["id"]),
+        op=str(raw["op"]),
+        family=str(raw["family"]),
+        roles=tuple(raw["roles"]),
+        dtype=str(raw["dtype"]),
+        members=members,
+    )

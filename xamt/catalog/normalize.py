@@ -1,0 +1,156 @@
+"""Name and parameter-role normalization, driven by the reviewed tables in ``data/``.
+
+Names: lower case; camelCase to snake_case; the ``reduce_`` prefix and ``_v2`` suffixes
+dropped; then the explicit alias table. Parameters: array parameters become positional roles
+``x`` / ``x1, x2`` / ``x1, x2, x3`` in order; ``axis``, ``keepdims`` and ``dtype`` are found by
+name; control parameters (``name``, ``out``, ``device``...) are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from xamt.catalog.model import ARRAY_ROLES, CatalogError
+
+DATA = Path(__file__).resolve().parent / "data"
+CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+VERSION_SUFFIX = re.compile(r"_v\d+$")
+
+
+def _table(name: str) -> dict[str, Any]:
+    path = DATA / name
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+
+
+@cache
+def alias_map() -> dict[str, str]:
+    """alias -> canonical operation name."""
+    table = _table("aliases.toml").get("aliases", {})
+    out: dict[str, str] = {}
+    for canonical, names in table.items():
+        if not isinstance(names, list):
+            raise CatalogError(f"{DATA / 'aliases.toml'}: {canonical} must list names")
+        for n in names:
+            if n in out and out[n] != canonical:
+                raise CatalogError(
+                    f"{DATA / 'aliases.toml'}: {n!r} is an alias of both {out[n]!r} and "
+                    f"{canonical!r}"
+                )
+            out[n] = canonical
+    return out
+
+
+@cache
+def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
+    """(array parameter names, parameter name -> non-array role, control parameter names)."""
+    data = _table("roles.toml")
+    arrays = frozenset(data["array"]["names"])
+    roles = {name: role for role, names in data["roles"].items() for name in names}
+    control = frozenset(data["control"]["names"])
+    return arrays, roles, control
+
+
+@cache
+def exclusions() -> tuple[tuple[re.Pattern[str], str], ...]:
+    entries = _table("exclusions.toml").get("exclude", [])
+    try:
+        return tuple((re.compile(e["pattern"]), str(e["reason"])) for e in entries)
+    except (KeyError, re.error) as exc:
+        raise CatalogError(f"{DATA / 'exclusions.toml'}: bad entry: {exc}") from None
+
+
+def leaf(path: str) -> str:
+    return path.rsplit(".", 1)[-1]
+
+
+def exclusion_reason(path: str) -> str | None:
+    name = leaf(path)
+    lowered = name.lower()
+    if name.startswith("_"):
+        return "private"
+    for pattern, reason in exclusions():
+        if pattern.search(lowered):
+            return reason
+    return None
+
+
+def canonical_op(path: str) -> str:
+    """The canonical operation name of an API path."""
+    name = CAMEL.sub("_", leaf(path)).lower()
+    name = VERSION_SUFFIX.sub("", name)
+    aliases = alias_map()
+    if name in aliases:
+        return aliases[name]
+    if name.startswith("reduce_"):
+        name = name[len("reduce_") :]
+    return aliases.get(name, name)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Binding:
+    """How an API's parameters map to roles.
+
+    ``arrays``: the required array parameters in order, each ``(name, keyword_only)``.
+    ``optional``: non-array roles the API takes (role -> parameter name).
+    ``axis_required``: the API cannot be called without an axis.
+    ``blocked``: required parameters that no role fills (the API cannot be called plainly).
+    ``known``: whether parameters were known at all (from a signature or docstring).
+    """
+
+    arrays: tuple[tuple[str, bool], ...]
+    optional: dict[str, str]
+    axis_required: bool
+    blocked: tuple[str, ...]
+    known: bool
+
+
+def binding_of(params: list[dict[str, Any]] | None) -> Binding:
+    if params is None:
+        return Binding(arrays=(), optional={}, axis_required=False, blocked=(), known=False)
+    array_names, role_names, control = role_tables()
+    arrays: list[tuple[str, bool]] = []
+    optional: dict[str, str] = {}
+    blocked: list[str] = []
+    axis_required = False
+    for p in params:
+        name, kind = p["name"], p["kind"]
+        if kind in ("var_positional", "var_keyword") or name in control:
+            continue
+        required = "default" not in p
+        role = role_names.get(name)
+        if role is not None:
+            optional.setdefault(role, name)
+            if required and role == "axis":
+                axis_required = True
+            elif required:
+                blocked.append(name)
+        elif required and name in array_names:
+            arrays.append((name, kind == "keyword_only"))
+        elif required:
+            blocked.append(name)
+    if not arrays:  # mxnet.nd: every parameter defaults to None; the array ones are still inputs
+        arrays = [
+            (p["name"], p["kind"] == "keyword_only")
+            for p in params
+            if p["name"] in array_names and p.get("default", "None") in (None, "None", "<overload>")
+        ]
+    if not arrays and not optional and not blocked:  # only *args/**kwargs: parameters unknown
+        return Binding(arrays=(), optional={}, axis_required=False, blocked=(), known=False)
+    if len(arrays) > len(ARRAY_ROLES) - 1:  # at most x1, x2, x3
+        blocked.extend(a[0] for a in arrays[3:])
+        arrays = arrays[:3]
+    return Binding(
+        arrays=tuple(arrays),
+        optional=optional,
+        axis_required=axis_required,
+        blocked=tuple(blocked),
+        known=True,
+    )
