@@ -37,9 +37,15 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.bind import bind
-from xamt.catalog.model import Catalog, Group, Member
-from xamt.catalog.normalize import binding_of, canonical_op, exclusion_reason
-from xamt.libraries import library_names
+from xamt.catalog.model import ARRAY_ROLES, Catalog, Group, Member
+from xamt.catalog.normalize import (
+    Binding,
+    binding_of,
+    canonical_op,
+    exclusion_reason,
+    scalar_values,
+)
+from xamt.libraries import adapter_class, library_names
 from xamt.types import Call, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16, Opaque
@@ -57,57 +63,107 @@ SKIP_KINDS = frozenset({"class"})
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    """How a candidate is called: positional array roles, plus ``axis`` by keyword or not."""
+    """How a bucket is called: array roles, scalar roles (canonical values), ``axis`` or not."""
 
     arrays: int
     axis: bool
+    scalars: tuple[str, ...] = ()
+
+    @property
+    def array_roles(self) -> tuple[str, ...]:
+        return ("x",) if self.arrays == 1 else tuple(f"x{i + 1}" for i in range(self.arrays))
 
     @property
     def roles(self) -> tuple[str, ...]:
-        names = ("x",) if self.arrays == 1 else tuple(f"x{i + 1}" for i in range(self.arrays))
-        return (*names, "axis") if self.axis else names
+        return (*self.array_roles, *self.scalars, *(("axis",) if self.axis else ()))
 
     @property
     def key(self) -> str:
         return ",".join(self.roles)
 
 
+def plan_of(roles: Sequence[str]) -> Plan:
+    """The plan a group's roles describe."""
+    return Plan(
+        arrays=sum(1 for r in roles if r in ARRAY_ROLES),
+        axis="axis" in roles,
+        scalars=tuple(r for r in roles if r not in ARRAY_ROLES and r != "axis"),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class Candidate:
-    """One API under one plan, with how its roles bind."""
+    """One API in a bucket, with its parameters' roles."""
 
     library: str
     api: str
     callable: str
     op: str
-    plan: Plan
-    args: tuple[str, ...]
-    kwargs: tuple[tuple[str, str], ...]
-    optional: tuple[tuple[str, str], ...]
+    binding: Binding
 
-    def call(self, inputs: Sequence[Any]) -> Call:
-        return bind(self.member(), role_values(self.plan.roles, inputs))
+    @property
+    def arity(self) -> int:
+        return len(self.binding.arrays) if self.binding.known else 0
 
-    def member(self) -> Member:
-        optional = {
-            role: name for role, name in self.optional if role != "axis" or not self.plan.axis
+    def fits(self, plan: Plan) -> bool:
+        """Whether the API can be called with exactly the roles of ``plan``."""
+        b = self.binding
+        if not b.known:
+            return not plan.axis and not plan.scalars
+        if b.blocked or len(b.arrays) != plan.arrays:
+            return False
+        given = set(plan.scalars) | ({"axis"} if plan.axis else set())
+        takes = {p.role for p in b.params}
+        return b.required_roles - {"keepdims", "dtype"} <= given and given <= takes
+
+    def member(self, plan: Plan) -> Member:
+        """This API's binding of ``plan``'s roles (what the catalog records)."""
+        b = self.binding
+        if not b.known:
+            return Member(
+                library=self.library, api=self.api, args=plan.array_roles, callable=self.callable
+            )
+        args = [
+            r for (_, kw_only), r in zip(b.arrays, plan.array_roles, strict=True) if not kw_only
+        ]
+        kwargs = {
+            name: r
+            for (name, kw_only), r in zip(b.arrays, plan.array_roles, strict=True)
+            if kw_only
         }
+        if args and kwargs:  # keyword-only arrays after positional ones: all by keyword
+            kwargs = {name: r for (name, _), r in zip(b.arrays, plan.array_roles, strict=True)}
+            args = []
+        given = set(plan.scalars) | ({"axis"} if plan.axis else set())
+        optional = {}
+        for p in b.params:
+            if p.role not in given:
+                optional[p.role] = p.name
+            elif p.positional_only:
+                args.append(p.role)
+            else:
+                kwargs[p.name] = p.role
         return Member(
             library=self.library,
             api=self.api,
-            args=self.args,
-            kwargs=dict(self.kwargs)
-            | ({dict(self.optional)["axis"]: "axis"} if self.plan.axis else {}),
+            args=tuple(args),
+            kwargs=kwargs,
             optional=optional,
             callable=self.callable,
         )
 
+    def call(self, plan: Plan, inputs: Sequence[Any]) -> Call:
+        return bind(self.member(plan), role_values(plan, inputs))
 
-def role_values(roles: Sequence[str], inputs: Sequence[Any]) -> dict[str, Any]:
-    """Role -> value for one canonical input tuple (arrays in role order; ``axis`` fixed)."""
-    arrays = [r for r in roles if r != "axis"]
-    values: dict[str, Any] = dict(zip(arrays, inputs, strict=True))
-    if "axis" in roles:
+
+def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
+    """Role -> value for one canonical input tuple: arrays, scalar roles' canonical values,
+    ``axis`` fixed."""
+    values: dict[str, Any] = dict(zip(plan.array_roles, inputs, strict=True))
+    canonical = scalar_values()
+    for role in plan.scalars:
+        values[role] = canonical[role]
+    if plan.axis:
         values["axis"] = AXIS
     return values
 
@@ -129,59 +185,45 @@ def canonical_inputs(plan: Plan, dtype: str) -> list[tuple[np.ndarray, ...]]:
     return sets
 
 
-def candidates(
-    inventories: Mapping[str, Mapping[str, Any]],
-) -> dict[tuple[str, str], list[Candidate]]:
-    """Candidate buckets: (operation, plan) -> members, for buckets spanning two libraries."""
-    buckets: dict[tuple[str, str], list[Candidate]] = defaultdict(list)
+Bucket = tuple[str, Plan]
+
+
+def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, list[Candidate]]:
+    """Candidate buckets: (operation, plan) -> the APIs that fit the plan, for buckets spanning
+    two libraries.
+
+    APIs are first gathered by operation name and number of array inputs. A bucket's plan takes
+    the scalar roles that some member requires (each given its canonical value); members that
+    cannot take all of them are left out of that plan. Each bucket also has an ``axis`` plan
+    for the members that take an axis.
+    """
+    by_op: dict[tuple[str, int], list[Candidate]] = defaultdict(list)
     for lib in sorted(inventories, key=library_names().index):
         for entry in sorted(inventories[lib]["apis"], key=lambda e: e["path"]):
             if entry["kind"] in SKIP_KINDS or exclusion_reason(entry["path"]):
                 continue
-            op = canonical_op(entry["path"])
-            for cand in _plans(lib, entry, op):
-                buckets[(op, cand.plan.key)].append(cand)
-    return {k: v for k, v in sorted(buckets.items()) if len({c.library for c in v}) >= 2}
-
-
-def _plans(lib: str, entry: Mapping[str, Any], op: str) -> Iterable[Candidate]:
-    b = binding_of(entry["params"])
-    common = {
-        "library": lib,
-        "api": entry["path"],
-        "callable": entry.get("same_as", entry["path"]),
-        "op": op,
-    }
-    if not b.known:  # nothing known about parameters: try the plain plans positionally
-        for n in (1, 2):
-            plan = Plan(arrays=n, axis=False)
-            yield Candidate(plan=plan, args=plan.roles, kwargs=(), optional=(), **common)
-        return
-    if b.blocked or not b.arrays:
-        return
-    roles = Plan(arrays=len(b.arrays), axis=False).roles
-    args = tuple(r for (name, kw_only), r in zip(b.arrays, roles, strict=True) if not kw_only)
-    kwargs = tuple((name, r) for (name, kw_only), r in zip(b.arrays, roles, strict=True) if kw_only)
-    if args and kwargs:  # keyword-only arrays after positional ones: bind all by keyword
-        kwargs = tuple((name, r) for (name, _), r in zip(b.arrays, roles, strict=True))
-        args = ()
-    optional = tuple(sorted(b.optional.items()))
-    if not b.axis_required:
-        yield Candidate(
-            plan=Plan(arrays=len(b.arrays), axis=False),
-            args=args,
-            kwargs=kwargs,
-            optional=optional,
-            **common,
+            cand = Candidate(
+                library=lib,
+                api=entry["path"],
+                callable=entry.get("same_as", entry["path"]),
+                op=canonical_op(entry["path"]),
+                binding=binding_of(entry["params"]),
+            )
+            if cand.binding.known and (cand.binding.blocked or not cand.binding.arrays):
+                continue
+            for arity in (cand.arity,) if cand.binding.known else (1, 2):
+                by_op[(cand.op, arity)].append(cand)
+    buckets: dict[Bucket, list[Candidate]] = {}
+    for (op, arity), cands in sorted(by_op.items()):
+        required = sorted(
+            {r for c in cands for r in c.binding.required_roles} - {"axis", "keepdims", "dtype"}
         )
-    if "axis" in b.optional:
-        yield Candidate(
-            plan=Plan(arrays=len(b.arrays), axis=True),
-            args=args,
-            kwargs=kwargs,
-            optional=optional,
-            **common,
-        )
+        for axis in (False, True):
+            plan = Plan(arrays=arity, axis=axis, scalars=tuple(required))
+            members = [c for c in cands if c.fits(plan)]
+            if len({c.library for c in members}) >= 2:
+                buckets[(op, plan)] = members
+    return buckets
 
 
 def score(members: Sequence[Candidate]) -> float:
@@ -222,8 +264,8 @@ class ProbeStore:
                 fh.write("\n".join(lines) + "\n")
 
 
-def _key(c: Candidate, dtype: str, i: int) -> str:
-    return f"{c.library}|{c.api}|{c.plan.key}|{dtype}|{i}"
+def _key(c: Candidate, plan: Plan, dtype: str, i: int) -> str:
+    return f"{c.library}|{c.api}|{plan.key}|{dtype}|{i}"
 
 
 def to_plain(value: Any) -> Any:
@@ -334,9 +376,8 @@ def form_groups(members: Sequence[Candidate], results: Sequence[Sequence[Any]]) 
     return groups
 
 
-def family_of(
-    op: str, members: Sequence[Candidate], first: Sequence[Any], inputs: Sequence[Any]
-) -> str:
+def family_of(members: Sequence[Candidate], first: Sequence[Any], inputs: Sequence[Any]) -> str:
+    """A coarse family from namespaces and from what the first input did to the output."""
     apis = " ".join(m.api for m in members)
     if ".linalg." in apis:
         return "linalg"
@@ -365,7 +406,9 @@ def inventories(
     """Each library's API inventory, cached per library version."""
     found = {}
     for lib, hello in sorted(pool.hellos().items(), key=lambda kv: library_names().index(kv[0])):
-        path = cache_dir / f"inventory-{lib}-{hello.version}.json" if cache_dir else None
+        spaces = hashlib.sha256(" ".join(adapter_class(lib).namespaces).encode()).hexdigest()[:8]
+        name = f"inventory-{lib}-{hello.version}-{spaces}.json"
+        path = cache_dir / name if cache_dir else None
         if path is not None and path.exists():
             found[lib] = json.loads(path.read_text())
             continue
@@ -400,37 +443,34 @@ def build(
 
     groups: list[Group] = []
     unresolved = dict(buckets)
+    n_inputs = len(SHAPES)
     for dtype in DTYPES:
         todo = []
-        for members in unresolved.values():
+        for (_, plan), members in unresolved.items():
+            inputs = canonical_inputs(plan, dtype)
             for cand in members:
-                for i, inputs in enumerate(canonical_inputs(cand.plan, dtype)):
-                    todo.append((_key(cand, dtype, i), cand, cand.call(inputs)))
+                for i, inp in enumerate(inputs):
+                    todo.append((_key(cand, plan, dtype, i), cand, cand.call(plan, inp)))
         progress(f"{dtype}: {len(todo)} calls for {len(unresolved)} buckets")
         run_probes(pool, todo, store, progress)
-        still: dict[tuple[str, str], list[Candidate]] = {}
-        for (op, pkey), members in unresolved.items():
-            n_inputs = len(SHAPES)
+        still: dict[Bucket, list[Candidate]] = {}
+        for (op, plan), members in unresolved.items():
+            runs = {
+                c: [store.results[_key(c, plan, dtype, i)] for i in range(n_inputs)]
+                for c in members
+            }
             ok = [
                 c
                 for c in members
-                if all(
-                    store.results[_key(c, dtype, i)]["status"] == "ok"
-                    and _has_array(store.results[_key(c, dtype, i)].get("value", {}))
-                    for i in range(n_inputs)
-                )
+                if all(r["status"] == "ok" and _has_array(r.get("value", {})) for r in runs[c])
             ]
-            results = [
-                [store.results[_key(c, dtype, i)]["value"] for i in range(n_inputs)] for c in ok
-            ]
+            results = [[r["value"] for r in runs[c]] for c in ok]
             found = form_groups(ok, results)
-            grouped = {i for g in found for i in g}
-            plan_inputs = canonical_inputs(members[0].plan, dtype)
             for k, idx in enumerate(found):
                 chosen = [ok[i] for i in idx]
-                suffix = "" if pkey in ("x", "x1,x2", "x1,x2,x3") else "[axis]"
                 gid = (
-                    f"{op}{suffix}"
+                    op
+                    + ("[axis]" if plan.axis else "")
                     + (f"@{dtype}" if dtype != "float32" else "")
                     + (f"~{k + 1}" if k else "")
                 )
@@ -438,18 +478,17 @@ def build(
                     Group(
                         id=gid,
                         op=op,
-                        family=family_of(op, chosen, results[idx[0]], plan_inputs),
-                        roles=chosen[0].plan.roles,
                         dtype=dtype,
-                        members=tuple(c.member() for c in chosen),
+                        roles=plan.roles,
+                        family=family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),
+                        members=tuple(c.member(plan) for c in chosen),
                     )
                 )
-            rest = [c for i, c in enumerate(ok) if i not in grouped]
+            grouped = {ok[i] for g in found for i in g}
             failed = [c for c in members if c not in ok]
-            if not found and len({c.library for c in failed + rest}) >= 2:
-                still[(op, pkey)] = failed + rest
-            elif len({c.library for c in failed}) >= 2:
-                still[(op, pkey)] = failed
+            left = failed if found else [c for c in members if c not in grouped]
+            if len({c.library for c in left}) >= 2:
+                still[(op, plan)] = left
         unresolved = still
     groups.sort(key=lambda g: g.id)
     return Catalog(libraries=versions, groups=tuple(_dedupe_ids(groups)))

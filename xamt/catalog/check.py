@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xamt.catalog.bind import bind
-from xamt.catalog.build import Plan, agree, canonical_inputs, role_values, to_plain
+from xamt.catalog.build import agree, canonical_inputs, plan_of, role_values, to_plain
 from xamt.catalog.model import Catalog, Group
 from xamt.types import Call
 from xamt.workers.pool import WorkerPool
@@ -35,7 +35,7 @@ def check(pool: WorkerPool, groups: Sequence[Group]) -> list[Drift]:
     calls: dict[str, list[Call]] = {lib: [] for lib in libs}
     index: list[tuple[Group, list[tuple[str, int, int]]]] = []
     for g in groups:
-        plan = Plan(arrays=sum(1 for r in g.roles if r != "axis"), axis="axis" in g.roles)
+        plan = plan_of(g.roles)
         inputs = canonical_inputs(plan, g.dtype)
         slots = []
         for m in g.members:
@@ -43,7 +43,7 @@ def check(pool: WorkerPool, groups: Sequence[Group]) -> list[Drift]:
                 continue
             for i, inp in enumerate(inputs):
                 slots.append((m.library, len(calls[m.library]), i))
-                calls[m.library].append(bind(m, role_values(g.roles, inp)))
+                calls[m.library].append(bind(m, role_values(plan, inp)))
         index.append((g, slots))
     outcomes = pool.run({lib: c for lib, c in calls.items() if c})
     drifts = []

@@ -138,7 +138,10 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
         raise CatalogError(f"{path}: not a readable JSON catalog: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise CatalogError(f"{path}: expected a catalog with schema {SCHEMA}")
+    from xamt.catalog.normalize import role_vocabulary  # (normalize imports this module)
+
     known = set(library_names())
+    vocabulary = role_vocabulary()
     groups = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("groups", [])):
@@ -151,8 +154,10 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
             raise CatalogError(f"{where}: duplicate group id {group.id!r}")
         seen.add(group.id)
         for role in group.roles:
-            if role not in ROLES:
-                raise CatalogError(f"{where}: unknown role {role!r}; roles are {', '.join(ROLES)}")
+            if role not in vocabulary:
+                raise CatalogError(
+                    f"{where}: unknown role {role!r}; roles are {', '.join(vocabulary)}"
+                )
         for m in group.members:
             if m.library not in known:
                 raise CatalogError(
@@ -161,10 +166,10 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
                 )
             used = [*m.args, *m.kwargs.values(), *m.optional]
             for role in used:
-                if role not in ROLES:
+                if role not in vocabulary:
                     raise CatalogError(
                         f"{where}: member {m.api} uses unknown role {role!r}; "
-                        f"roles are {', '.join(ROLES)}"
+                        f"roles are {', '.join(vocabulary)}"
                     )
         if len(group.libraries) < 2:
             raise CatalogError(f"{where}: a group must span at least two libraries")

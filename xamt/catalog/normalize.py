@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from xamt.catalog.model import ARRAY_ROLES, CatalogError
+from xamt.catalog.model import ARRAY_ROLES, ROLES, CatalogError
 
 DATA = Path(__file__).resolve().parent / "data"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -54,8 +54,25 @@ def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
     data = _table("roles.toml")
     arrays = frozenset(data["array"]["names"])
     roles = {name: role for role, names in data["roles"].items() for name in names}
+    for role, spec in data.get("scalars", {}).items():
+        for name in spec["names"]:
+            roles.setdefault(name, role)
     control = frozenset(data["control"]["names"])
     return arrays, roles, control
+
+
+@cache
+def scalar_values() -> dict[str, Any]:
+    """Scalar role -> the canonical value validation calls give it (tuples for lists)."""
+    data = _table("roles.toml").get("scalars", {})
+    return {
+        role: tuple(v) if isinstance(v := spec["value"], list) else v for role, spec in data.items()
+    }
+
+
+def role_vocabulary() -> tuple[str, ...]:
+    """Every role name: array roles, ``axis``/``keepdims``/``dtype``, then scalar roles."""
+    return (*ROLES, *sorted(scalar_values()))
 
 
 @cache
@@ -95,45 +112,68 @@ def canonical_op(path: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Param:
+    """A non-array parameter that a role fills."""
+
+    role: str
+    name: str
+    required: bool
+    positional_only: bool
+
+
+@dataclass(frozen=True, kw_only=True)
 class Binding:
     """How an API's parameters map to roles.
 
     ``arrays``: the required array parameters in order, each ``(name, keyword_only)``.
-    ``optional``: non-array roles the API takes (role -> parameter name).
-    ``axis_required``: the API cannot be called without an axis.
+    ``params``: non-array roles the API takes (``axis``, ``keepdims``, scalars...).
     ``blocked``: required parameters that no role fills (the API cannot be called plainly).
     ``known``: whether parameters were known at all (from a signature or docstring).
     """
 
     arrays: tuple[tuple[str, bool], ...]
-    optional: dict[str, str]
-    axis_required: bool
+    params: tuple[Param, ...]
     blocked: tuple[str, ...]
     known: bool
+
+    def role(self, role: str) -> Param | None:
+        return next((p for p in self.params if p.role == role), None)
+
+    @property
+    def required_roles(self) -> frozenset[str]:
+        return frozenset(p.role for p in self.params if p.required)
+
+
+UNKNOWN = Binding(arrays=(), params=(), blocked=(), known=False)
 
 
 def binding_of(params: list[dict[str, Any]] | None) -> Binding:
     if params is None:
-        return Binding(arrays=(), optional={}, axis_required=False, blocked=(), known=False)
+        return UNKNOWN
     array_names, role_names, control = role_tables()
     arrays: list[tuple[str, bool]] = []
-    optional: dict[str, str] = {}
+    found: list[Param] = []
     blocked: list[str] = []
-    axis_required = False
     for p in params:
         name, kind = p["name"], p["kind"]
         if kind in ("var_positional", "var_keyword") or name in control:
             continue
         required = "default" not in p
         role = role_names.get(name)
-        if role is not None:
-            optional.setdefault(role, name)
-            if required and role == "axis":
-                axis_required = True
+        if required and name in array_names:
+            arrays.append((name, kind == "keyword_only"))
+        elif role is not None:
+            if all(f.role != role for f in found):
+                found.append(
+                    Param(
+                        role=role,
+                        name=name,
+                        required=required,
+                        positional_only=kind == "positional_only",
+                    )
+                )
             elif required:
                 blocked.append(name)
-        elif required and name in array_names:
-            arrays.append((name, kind == "keyword_only"))
         elif required:
             blocked.append(name)
     if not arrays:  # mxnet.nd: every parameter defaults to None; the array ones are still inputs
@@ -142,15 +182,9 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
             for p in params
             if p["name"] in array_names and p.get("default", "None") in (None, "None", "<overload>")
         ]
-    if not arrays and not optional and not blocked:  # only *args/**kwargs: parameters unknown
-        return Binding(arrays=(), optional={}, axis_required=False, blocked=(), known=False)
+    if not arrays and not found and not blocked:  # only *args/**kwargs: parameters unknown
+        return UNKNOWN
     if len(arrays) > len(ARRAY_ROLES) - 1:  # at most x1, x2, x3
         blocked.extend(a[0] for a in arrays[3:])
         arrays = arrays[:3]
-    return Binding(
-        arrays=tuple(arrays),
-        optional=optional,
-        axis_required=axis_required,
-        blocked=tuple(blocked),
-        known=True,
-    )
+    return Binding(arrays=tuple(arrays), params=tuple(found), blocked=tuple(blocked), known=True)

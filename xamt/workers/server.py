@@ -242,7 +242,13 @@ class Server:
                 errors[ns] = f"{type(exc).__name__}: {exc}"
                 continue
             try:
-                apis.extend(list_namespace(ns, module, seen))
+                entries = list_namespace(ns, module, seen)
+                if ns in self.adapter.keyword_only_namespaces:
+                    for entry in entries:
+                        for param in entry["params"] or ():
+                            if param["kind"] in ("positional_only", "positional_or_keyword"):
+                                param["kind"] = "keyword_only"
+                apis.extend(entries)
             except Exception as exc:  # noqa: BLE001 - one bad namespace must not end the worker
                 errors[ns] = f"{type(exc).__name__}: {exc}"
         return {"apis": apis, "errors": errors}

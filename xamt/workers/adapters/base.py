@@ -33,6 +33,8 @@ class Adapter:
     name = "base"
     roots: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
+    # Namespaces whose functions take keyword arguments only (tensorflow.raw_ops).
+    keyword_only_namespaces: tuple[str, ...] = ()
     device = "cpu"
 
     def __init__(self) -> None:

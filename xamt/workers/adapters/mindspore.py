@@ -14,7 +14,14 @@ from .base import Adapter, pin_threads
 class MindsporeAdapter(Adapter):
     name = "mindspore"
     roots = ("mindspore", "ms")
-    namespaces = ("mindspore.ops", "mindspore.mint", "mindspore.numpy")
+    namespaces = (
+        "mindspore.ops",
+        "mindspore.mint",
+        "mindspore.mint.nn.functional",
+        "mindspore.mint.special",
+        "mindspore.mint.linalg",
+        "mindspore.numpy",
+    )
 
     def load(self) -> None:
         pin_threads()

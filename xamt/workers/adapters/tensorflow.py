@@ -22,7 +22,11 @@ class TensorflowAdapter(Adapter):
         "tensorflow.signal",
         "tensorflow.image",
         "tensorflow.bitwise",
+        "tensorflow.math.special",
+        "tensorflow.experimental.numpy",
+        "tensorflow.raw_ops",
     )
+    keyword_only_namespaces = ("tensorflow.raw_ops",)
 
     def load(self) -> None:
         pin_threads()
