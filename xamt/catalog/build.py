@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,13 +38,15 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.bind import bind
-from xamt.catalog.model import ARRAY_ROLES, Catalog, Group, Member
+from xamt.catalog.model import ARRAY_ROLES, SEQUENCE_ROLE, Catalog, Group, Member
 from xamt.catalog.normalize import (
     Binding,
+    alias_map,
     binding_of,
     canonical_op,
     exclusion_reason,
-    scalar_values,
+    scalar_value,
+    snake_name,
 )
 from xamt.libraries import adapter_class, library_names
 from xamt.types import Call, Outcome
@@ -55,6 +58,7 @@ SHAPES = ((3, 4), (2, 3, 4), (5,))
 DTYPES = ("float32", "int32", "bool")
 RTOL, ATOL = 1e-4, 1e-5
 AXIS = 0
+SEQUENCE_LENGTH = 2  # how many canonical arrays a sequence role gets
 BATCH = 400
 INPUT_SEED = 20261130
 # Kinds of inventory entries that are never operations.
@@ -68,6 +72,7 @@ class Plan:
     arrays: int
     axis: bool
     scalars: tuple[str, ...] = ()
+    sequence: bool = False  # the arrays go as one list (role ``xs``)
 
     @property
     def array_roles(self) -> tuple[str, ...]:
@@ -75,7 +80,8 @@ class Plan:
 
     @property
     def roles(self) -> tuple[str, ...]:
-        return (*self.array_roles, *self.scalars, *(("axis",) if self.axis else ()))
+        arrays = (SEQUENCE_ROLE,) if self.sequence else self.array_roles
+        return (*arrays, *self.scalars, *(("axis",) if self.axis else ()))
 
     @property
     def key(self) -> str:
@@ -84,10 +90,12 @@ class Plan:
 
 def plan_of(roles: Sequence[str]) -> Plan:
     """The plan a group's roles describe."""
+    sequence = SEQUENCE_ROLE in roles
     return Plan(
-        arrays=sum(1 for r in roles if r in ARRAY_ROLES),
+        arrays=SEQUENCE_LENGTH if sequence else sum(1 for r in roles if r in ARRAY_ROLES),
         axis="axis" in roles,
-        scalars=tuple(r for r in roles if r not in ARRAY_ROLES and r != "axis"),
+        scalars=tuple(r for r in roles if r not in (*ARRAY_ROLES, SEQUENCE_ROLE, "axis")),
+        sequence=sequence,
     )
 
 
@@ -159,10 +167,13 @@ class Candidate:
 def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
     """Role -> value for one canonical input tuple: arrays, scalar roles' canonical values,
     ``axis`` fixed."""
-    values: dict[str, Any] = dict(zip(plan.array_roles, inputs, strict=True))
-    canonical = scalar_values()
+    values: dict[str, Any] = (
+        {SEQUENCE_ROLE: list(inputs)}
+        if plan.sequence
+        else dict(zip(plan.array_roles, inputs, strict=True))
+    )
     for role in plan.scalars:
-        values[role] = canonical[role]
+        values[role] = scalar_value(role, with_arrays=plan.arrays > 0)
     if plan.axis:
         values["axis"] = AXIS
     return values
@@ -171,6 +182,8 @@ def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
 def canonical_inputs(plan: Plan, dtype: str) -> list[tuple[np.ndarray, ...]]:
     """The seeded inputs every member of a plan is validated on, one tuple per shape."""
     rng = np.random.default_rng(INPUT_SEED)
+    if plan.arrays == 0:
+        return [()]  # nothing varies: one call
     sets = []
     for shape in SHAPES:
         arrays = []
@@ -197,7 +210,7 @@ def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, lis
     cannot take all of them are left out of that plan. Each bucket also has an ``axis`` plan
     for the members that take an axis.
     """
-    by_op: dict[tuple[str, int], list[Candidate]] = defaultdict(list)
+    by_op: dict[tuple[str, int, bool], list[Candidate]] = defaultdict(list)
     for lib in sorted(inventories, key=library_names().index):
         for entry in sorted(inventories[lib]["apis"], key=lambda e: e["path"]):
             if entry["kind"] in SKIP_KINDS or exclusion_reason(entry["path"]):
@@ -209,17 +222,19 @@ def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, lis
                 op=canonical_op(entry["path"]),
                 binding=binding_of(entry["params"]),
             )
-            if cand.binding.known and (cand.binding.blocked or not cand.binding.arrays):
-                continue
-            for arity in (cand.arity,) if cand.binding.known else (1, 2):
-                by_op[(cand.op, arity)].append(cand)
+            b = cand.binding
+            if b.known and (b.blocked or (cand.arity == 0 and not b.required_roles)):
+                continue  # cannot be called plainly, or takes nothing that could vary
+            sequence = b.sequence is not None
+            for arity in (cand.arity,) if b.known else (1, 2):
+                by_op[(cand.op, arity, sequence)].append(cand)
     buckets: dict[Bucket, list[Candidate]] = {}
-    for (op, arity), cands in sorted(by_op.items()):
+    for (op, arity, sequence), cands in sorted(by_op.items()):
         required = sorted(
             {r for c in cands for r in c.binding.required_roles} - {"axis", "keepdims", "dtype"}
         )
         for axis in (False, True):
-            plan = Plan(arrays=arity, axis=axis, scalars=tuple(required))
+            plan = Plan(arrays=arity, axis=axis, scalars=tuple(required), sequence=sequence)
             members = [c for c in cands if c.fits(plan)]
             if len({c.library for c in members}) >= 2:
                 buckets[(op, plan)] = members
@@ -388,6 +403,8 @@ def family_of(members: Sequence[Candidate], first: Sequence[Any], inputs: Sequen
     out = first[0]
     if "data" in out:
         shape = tuple(out["shape"])
+        if not inputs[0]:
+            return "creation"
         in_shape = inputs[0][0].shape
         if shape == in_shape:
             return "elementwise"
@@ -426,8 +443,13 @@ def build(
     cache_dir: Path | None = None,
     ops: Callable[[str], bool] | None = None,
     progress: Progress = lambda _m: None,
+    shuffle_seed: int | None = None,
 ) -> Catalog:
-    """Build a catalog with a started pool. ``ops`` filters operation names (for partial builds)."""
+    """Build a catalog with a started pool.
+
+    ``ops`` filters operation keys (for partial builds). ``shuffle_seed`` runs the calls in a
+    shuffled order, to show that the result does not depend on it.
+    """
     hellos = pool.hellos()
     versions = {lib: hellos[lib].version for lib in sorted(hellos, key=library_names().index)}
     inv = inventories(pool, cache_dir, progress)
@@ -443,7 +465,10 @@ def build(
 
     groups: list[Group] = []
     unresolved = dict(buckets)
-    n_inputs = len(SHAPES)
+
+    def n_inputs(plan: Plan) -> int:
+        return len(canonical_inputs(plan, "float32"))
+
     for dtype in DTYPES:
         todo = []
         for (_, plan), members in unresolved.items():
@@ -451,12 +476,14 @@ def build(
             for cand in members:
                 for i, inp in enumerate(inputs):
                     todo.append((_key(cand, plan, dtype, i), cand, cand.call(plan, inp)))
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(todo)
         progress(f"{dtype}: {len(todo)} calls for {len(unresolved)} buckets")
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
             runs = {
-                c: [store.results[_key(c, plan, dtype, i)] for i in range(n_inputs)]
+                c: [store.results[_key(c, plan, dtype, i)] for i in range(n_inputs(plan))]
                 for c in members
             }
             ok = [
@@ -468,8 +495,9 @@ def build(
             found = form_groups(ok, results)
             for k, idx in enumerate(found):
                 chosen = [ok[i] for i in idx]
+                name = op if op in alias_map().values() else snake_name(chosen[0].api)
                 gid = (
-                    op
+                    name
                     + ("[axis]" if plan.axis else "")
                     + (f"@{dtype}" if dtype != "float32" else "")
                     + (f"~{k + 1}" if k else "")
@@ -477,7 +505,7 @@ def build(
                 groups.append(
                     Group(
                         id=gid,
-                        op=op,
+                        op=name,
                         dtype=dtype,
                         roles=plan.roles,
                         family=family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),

@@ -22,8 +22,18 @@ SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
 # The role vocabulary. Array roles first.
 ARRAY_ROLES = ("x", "x1", "x2", "x3")
-ROLES = (*ARRAY_ROLES, "axis", "keepdims", "dtype")
-FAMILIES = ("elementwise", "reduction", "shape", "linalg", "fft", "activation", "other")
+SEQUENCE_ROLE = "xs"  # several arrays given as one list argument
+ROLES = (*ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
+FAMILIES = (
+    "elementwise",
+    "reduction",
+    "shape",
+    "creation",
+    "linalg",
+    "fft",
+    "activation",
+    "other",
+)
 
 
 class CatalogError(XamtError):

@@ -15,6 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from xamt.catalog.model import ARRAY_ROLES, ROLES, CatalogError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -49,6 +51,11 @@ def alias_map() -> dict[str, str]:
 
 
 @cache
+def sequence_names() -> frozenset[str]:
+    return frozenset(_table("roles.toml").get("sequence", {}).get("names", ()))
+
+
+@cache
 def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
     """(array parameter names, parameter name -> non-array role, control parameter names)."""
     data = _table("roles.toml")
@@ -62,17 +69,24 @@ def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
 
 
 @cache
-def scalar_values() -> dict[str, Any]:
-    """Scalar role -> the canonical value validation calls give it (tuples for lists)."""
-    data = _table("roles.toml").get("scalars", {})
-    return {
-        role: tuple(v) if isinstance(v := spec["value"], list) else v for role, spec in data.items()
-    }
+def scalar_specs() -> dict[str, Any]:
+    """Scalar role -> the spec of its canonical value (see ``data/roles.toml``)."""
+    return {role: spec["value"] for role, spec in _table("roles.toml").get("scalars", {}).items()}
+
+
+def scalar_value(role: str, with_arrays: bool) -> Any:
+    """The canonical value of a scalar role: a number, a tuple, or an integer numpy array."""
+    spec = scalar_specs()[role]
+    if isinstance(spec, dict) and "with_arrays" in spec:
+        spec = spec["with_arrays" if with_arrays else "alone"]
+    if isinstance(spec, dict):
+        return np.array(spec["array"], dtype=spec["dtype"])
+    return tuple(spec) if isinstance(spec, list) else spec
 
 
 def role_vocabulary() -> tuple[str, ...]:
     """Every role name: array roles, ``axis``/``keepdims``/``dtype``, then scalar roles."""
-    return (*ROLES, *sorted(scalar_values()))
+    return (*ROLES, *sorted(scalar_specs()))
 
 
 @cache
@@ -99,16 +113,23 @@ def exclusion_reason(path: str) -> str | None:
     return None
 
 
+def snake_name(path: str) -> str:
+    """An API's leaf name in snake_case, without ``reduce_`` or a ``_v2`` suffix."""
+    name = VERSION_SUFFIX.sub("", CAMEL.sub("_", leaf(path)).lower())
+    if name not in alias_map() and name.startswith("reduce_"):
+        name = name[len("reduce_") :]
+    return name
+
+
 def canonical_op(path: str) -> str:
-    """The canonical operation name of an API path."""
-    name = CAMEL.sub("_", leaf(path)).lower()
-    name = VERSION_SUFFIX.sub("", name)
+    """The key an API is matched by: its alias, else its snake name without underscores
+    (``arg_max``, ``ArgMax`` and ``argmax`` meet)."""
+    name = snake_name(path)
     aliases = alias_map()
     if name in aliases:
         return aliases[name]
-    if name.startswith("reduce_"):
-        name = name[len("reduce_") :]
-    return aliases.get(name, name)
+    key = name.replace("_", "")
+    return aliases.get(key, key)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,6 +156,7 @@ class Binding:
     params: tuple[Param, ...]
     blocked: tuple[str, ...]
     known: bool
+    sequence: tuple[str, bool] | None = None
 
     def role(self, role: str) -> Param | None:
         return next((p for p in self.params if p.role == role), None)
@@ -154,13 +176,16 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
     arrays: list[tuple[str, bool]] = []
     found: list[Param] = []
     blocked: list[str] = []
+    sequence: tuple[str, bool] | None = None
     for p in params:
         name, kind = p["name"], p["kind"]
         if kind in ("var_positional", "var_keyword") or name in control:
             continue
         required = "default" not in p
         role = role_names.get(name)
-        if required and name in array_names:
+        if required and name in sequence_names() and sequence is None:
+            sequence = (name, kind == "keyword_only")
+        elif required and name in array_names:
             arrays.append((name, kind == "keyword_only"))
         elif role is not None:
             if all(f.role != role for f in found):
@@ -176,6 +201,12 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
                 blocked.append(name)
         elif required:
             blocked.append(name)
+    if sequence is not None:
+        if arrays:  # a list of arrays and single arrays: not a shape the plans cover
+            blocked.extend(a[0] for a in arrays)
+        return Binding(
+            arrays=(), params=tuple(found), blocked=tuple(blocked), known=True, sequence=sequence
+        )
     if not arrays:  # mxnet.nd: every parameter defaults to None; the array ones are still inputs
         arrays = [
             (p["name"], p["kind"] == "keyword_only")

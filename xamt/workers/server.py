@@ -243,6 +243,11 @@ class Server:
                 continue
             try:
                 entries = list_namespace(ns, module, seen)
+                if inspect.isclass(module):  # methods, called unbound: the array comes first
+                    for entry in entries:
+                        params = entry["params"]
+                        if params is not None and (not params or params[0]["name"] != "self"):
+                            params.insert(0, {"name": "self", "kind": "positional_only"})
                 if ns in self.adapter.keyword_only_namespaces:
                     for entry in entries:
                         for param in entry["params"] or ():

@@ -21,6 +21,7 @@ class MindsporeAdapter(Adapter):
         "mindspore.mint.special",
         "mindspore.mint.linalg",
         "mindspore.numpy",
+        "mindspore.Tensor",
     )
 
     def load(self) -> None:

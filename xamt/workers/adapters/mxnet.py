@@ -18,7 +18,14 @@ NUMPY_NAMESPACES = ("mxnet.np.", "mxnet.numpy.", "mxnet.npx.", "mx.np.", "mx.npx
 class MxnetAdapter(Adapter):
     name = "mxnet"
     roots = ("mxnet", "mx")
-    namespaces = ("mxnet.nd", "mxnet.np", "mxnet.np.linalg", "mxnet.npx")
+    namespaces = (
+        "mxnet.nd",
+        "mxnet.np",
+        "mxnet.np.linalg",
+        "mxnet.npx",
+        "mxnet.nd.NDArray",
+        "mxnet.np.ndarray",
+    )
 
     def load(self) -> None:
         pin_threads()

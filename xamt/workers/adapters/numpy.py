@@ -13,7 +13,7 @@ from .base import Adapter
 class NumpyAdapter(Adapter):
     name = "numpy"
     roots = ("numpy", "np")
-    namespaces = ("numpy", "numpy.linalg", "numpy.fft")
+    namespaces = ("numpy", "numpy.linalg", "numpy.fft", "numpy.ndarray")
 
     def native_dtype(self, name: str) -> Any:
         return None if name == "bfloat16" else np.dtype(name)

@@ -14,7 +14,7 @@ from .base import Adapter, pin_threads
 class PaddleAdapter(Adapter):
     name = "paddle"
     roots = ("paddle",)
-    namespaces = ("paddle", "paddle.nn.functional", "paddle.linalg", "paddle.fft")
+    namespaces = ("paddle", "paddle.nn.functional", "paddle.linalg", "paddle.fft", "paddle.Tensor")
 
     def load(self) -> None:
         pin_threads()

@@ -13,7 +13,14 @@ from .base import Adapter, pin_threads
 class TorchAdapter(Adapter):
     name = "torch"
     roots = ("torch",)
-    namespaces = ("torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special")
+    namespaces = (
+        "torch",
+        "torch.nn.functional",
+        "torch.linalg",
+        "torch.fft",
+        "torch.special",
+        "torch.Tensor",
+    )
 
     def load(self) -> None:
         pin_threads()

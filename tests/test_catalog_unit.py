@@ -1,0 +1,212 @@
+"""Catalog records, tables and normalization (no library needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xamt.catalog import model
+from xamt.catalog.build import Plan, agree, form_groups, to_plain
+from xamt.catalog.model import CatalogError
+from xamt.catalog.normalize import binding_of, canonical_op, exclusion_reason
+
+
+def write(tmp_path: Path, groups: list[dict[str, object]]) -> Path:
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"schema": 1, "libraries": {}, "groups": groups}))
+    return path
+
+
+def group(gid: str = "abs", **over: object) -> dict[str, object]:
+    g: dict[str, object] = {
+        "id": gid,
+        "op": "abs",
+        "family": "elementwise",
+        "roles": ["x"],
+        "dtype": "float32",
+        "members": [
+            {"library": "numpy", "api": "numpy.abs", "args": ["x"]},
+            {"library": "torch", "api": "torch.abs", "args": ["x"]},
+        ],
+    }
+    g.update(over)
+    return g
+
+
+def test_committed_catalog_loads_and_round_trips(tmp_path: Path) -> None:
+    catalog = model.load()
+    assert catalog.groups and all(len(g.libraries) >= 2 for g in catalog.groups)
+    copy = tmp_path / "copy.json"
+    model.save(catalog, copy)
+    assert model.load(copy) == catalog
+    assert copy.read_text() == model.CATALOG_PATH.read_text()  # saving is stable
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ([group(roles=["x", "frobnicate"])], "unknown role 'frobnicate'"),
+        ([group(), group()], "duplicate group id 'abs'"),
+        (
+            [
+                group(
+                    members=[
+                        {"library": "numpy", "api": "numpy.abs"},
+                        {"library": "cupyx", "api": "cupyx.abs"},
+                    ]
+                )
+            ],
+            "unknown library 'cupyx'",
+        ),
+        (
+            [
+                group(
+                    members=[
+                        {"library": "numpy", "api": "numpy.abs", "args": ["y"]},
+                        {"library": "torch", "api": "torch.abs"},
+                    ]
+                )
+            ],
+            "uses unknown role 'y'",
+        ),
+        ([group(members=[{"library": "numpy", "api": "numpy.abs"}])], "two libraries"),
+        ([{"id": "broken"}], "malformed entry"),
+    ],
+)
+def test_bad_catalog_entries_name_the_file_and_entry(
+    tmp_path: Path, groups: list[dict[str, object]], message: str
+) -> None:
+    path = write(tmp_path, groups)
+    with pytest.raises(CatalogError, match=message) as info:
+        model.load(path)
+    assert str(path) in str(info.value) and "group #" in str(info.value)
+
+
+def test_unreadable_catalog(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CatalogError, match="not a readable JSON catalog"):
+        model.load(bad)
+    with pytest.raises(CatalogError, match="xamt catalog build"):
+        model.load(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("path", "op"),
+    [
+        ("numpy.absolute", "abs"),
+        ("tensorflow.math.reduce_max", "max"),
+        ("numpy.amax", "max"),
+        ("torch.clamp", "clip"),
+        ("tensorflow.clip_by_value", "clip"),
+        ("torch.cat", "concat"),
+        ("tensorflow.raw_ops.ArgMax", "argmax"),
+        ("tensorflow.raw_ops.RealDiv", "divide"),
+        ("mxnet.nd.broadcast_add", "add"),
+        ("torch.abs_", "abs"),
+        ("numpy.arccos", "acos"),
+    ],
+)
+def test_names_normalize_to_one_operation(path: str, op: str) -> None:
+    assert canonical_op(path) == op
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("torch.rand", "random"),
+        ("numpy.random_sample", "random"),
+        ("torch.dropout", "random"),
+        ("torch.set_default_dtype", "global"),
+        ("torch.manual_seed", "global"),
+        ("numpy.result_type", "type-promotion"),
+        ("jax.numpy.promote_types", "type-promotion"),
+        ("torch.nn.functional.conv2d", "layout"),
+        ("tensorflow.nn.max_pool2d", "layout"),
+        ("numpy.save", "input/output"),
+        ("torch.empty_like", "uninitialized"),
+    ],
+)
+def test_traps_are_excluded_with_a_reason(path: str, why: str) -> None:
+    reason = exclusion_reason(path)
+    assert reason is not None and why in reason
+
+
+def test_deterministic_functions_are_not_excluded() -> None:
+    for path in ("torch.nn.functional.normalize", "numpy.add", "numpy.std", "torch.abs_"):
+        assert exclusion_reason(path) is None, path
+
+
+def test_parameter_roles() -> None:
+    ufunc = binding_of(
+        [
+            {"name": "x1", "kind": "positional_only"},
+            {"name": "x2", "kind": "positional_only"},
+            {"name": "out", "kind": "keyword_only", "default": "None"},
+            {"name": "dtype", "kind": "keyword_only", "default": "None"},
+        ]
+    )
+    assert [a for a, _ in ufunc.arrays] == ["x1", "x2"] and ufunc.role("dtype") is not None
+    torch_sum = binding_of(
+        [
+            {"name": "input", "kind": "positional_or_keyword"},
+            {"name": "dim", "kind": "positional_or_keyword", "default": "<overload>"},
+            {"name": "keepdim", "kind": "positional_or_keyword", "default": "False"},
+        ]
+    )
+    assert torch_sum.role("axis").name == "dim"  # type: ignore[union-attr]
+    assert torch_sum.role("keepdims").name == "keepdim"  # type: ignore[union-attr]
+    mx_nd = binding_of(
+        [
+            {"name": "data", "kind": "positional_or_keyword", "default": None},
+            {"name": "out", "kind": "positional_or_keyword", "default": None},
+        ]
+    )
+    assert mx_nd.arrays == (("data", False),)
+    clip = binding_of(
+        [
+            {"name": "t", "kind": "positional_or_keyword"},
+            {"name": "clip_value_min", "kind": "positional_or_keyword"},
+            {"name": "clip_value_max", "kind": "positional_or_keyword"},
+        ]
+    )
+    assert clip.required_roles == {"min", "max"} and not clip.blocked
+    blocked = binding_of(
+        [
+            {"name": "x", "kind": "positional_or_keyword"},
+            {"name": "frobnication_level", "kind": "positional_or_keyword"},
+        ]
+    )
+    assert blocked.blocked == ("frobnication_level",)
+    stack = binding_of([{"name": "tensors", "kind": "positional_or_keyword"}])
+    assert stack.sequence == ("tensors", False)
+    assert not binding_of([{"name": "args", "kind": "var_positional"}]).known
+
+
+def test_plans_spell_their_roles() -> None:
+    assert Plan(arrays=1, axis=True).roles == ("x", "axis")
+    assert Plan(arrays=2, axis=False, scalars=("min",)).roles == ("x1", "x2", "min")
+    assert Plan(arrays=2, axis=True, sequence=True).roles == ("xs", "axis")
+
+
+def test_agreement_and_group_forming() -> None:
+    import numpy as np
+
+    a = to_plain(np.array([1.0, 2.0], np.float32))
+    close = to_plain(np.array([1.0, 2.0 + 1e-6], np.float64))
+    far = to_plain(np.array([1.0, 2.1], np.float32))
+    other_shape = to_plain(np.array([[1.0, 2.0]], np.float32))
+    assert agree(a, close) and not agree(a, far) and not agree(a, other_shape)
+    assert not agree(to_plain(np.array([True])), to_plain(np.array([1.0])))
+    assert agree(to_plain((np.ones(2), np.zeros(1))), to_plain([np.ones(2), np.zeros(1)]))
+
+    class M:
+        def __init__(self, library: str) -> None:
+            self.library = library
+
+    members = [M("numpy"), M("torch"), M("jax"), M("paddle")]
+    results = [[a], [a], [far], [far]]
+    groups = form_groups(members, results)  # type: ignore[arg-type]
+    assert groups == [[0, 1], [2, 3]]  # the odd pair is split off, into a group of its own
