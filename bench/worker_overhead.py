@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -397,9 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     inproc: dict[str, dict[str, Any]] = {}
     for lib, py in pythons.items():
         load = OtherLoad()
-        inproc[lib] = timed(
-            f"in-process {lib}", lambda lib=lib, py=py: measure_inproc(py, lib, n, repeat)
-        )
+        inproc[lib] = timed(f"in-process {lib}", partial(measure_inproc, py, lib, n, repeat))
         noise[lib] = load.share()
     # 1.
     pool_figs: dict[str, dict[str, float]] = {}
@@ -408,9 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pids = [w.proc.pid for w in pool.workers.values() if w.proc is not None]
         for lib in pythons:
             load = OtherLoad(pids)
-            pool_figs[lib] = timed(
-                f"pool {lib}", lambda lib=lib: measure_pool(pool, lib, n, repeat)
-            )
+            pool_figs[lib] = timed(f"pool {lib}", partial(measure_pool, pool, lib, n, repeat))
             noise[lib] = max(noise[lib], load.share())
 
     print()

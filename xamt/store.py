@@ -1,0 +1,663 @@
+"""The SQLite store: campaigns, executed cases, candidate discrepancies and findings.
+
+A campaign killed at any point (``kill -9`` included) resumes losing nothing and duplicating
+nothing: after each batch, :meth:`Store.commit_batch` writes the batch's cases, its candidates
+and the scheduler's state in one transaction, so the file always holds whole batches and the
+state that matches them. On resume the loop reads that state back
+(:meth:`Store.resumable_campaign`) and re-runs whatever it executed after the last commit.
+
+Note:
+    Durability. The database runs in WAL mode with ``synchronous=FULL``: every commit fsyncs the
+    write-ahead log, so a committed batch survives a killed process *and* an OS crash or power
+    loss. ``NORMAL`` would survive a killed process too, but after a power loss could roll back
+    the last few batches; a batch takes seconds of library calls, so one fsync per batch costs
+    nothing worth saving. A store is its ``.sqlite`` file plus, while open or after a crash, its
+    ``-wal`` file: copy both, or open and close the store first (closing checkpoints the log).
+
+    Schema. The file carries ``PRAGMA application_id`` (:data:`APPLICATION_ID`) and a schema
+    version in ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`). A file with another
+    application id, a non-empty database without ours, or a newer version is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from xamt.errors import XamtError
+from xamt.types import DISCREPANCY_KINDS
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x78616D74  # "xamt"
+CANDIDATE_STATUSES = ("pending", "reproduced", "flaky", "not-reproduced")
+TRIAGE_STATUSES = CANDIDATE_STATUSES[1:]
+BUSY_TIMEOUT_S = 30.0
+
+SCHEMA = (
+    """CREATE TABLE campaigns (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    config TEXT NOT NULL,
+    state TEXT,
+    next_seq INTEGER NOT NULL DEFAULT 0,
+    batches INTEGER NOT NULL DEFAULT 0,
+    started TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    finished TEXT,
+    summary TEXT
+)""",
+    "CREATE INDEX campaigns_by_name ON campaigns (name, id)",
+    """CREATE TABLE cases (
+    campaign INTEGER NOT NULL REFERENCES campaigns (id),
+    seq INTEGER NOT NULL,
+    grp TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    value_class TEXT NOT NULL,
+    score REAL NOT NULL,
+    kinds TEXT NOT NULL,
+    PRIMARY KEY (campaign, seq)
+) WITHOUT ROWID""",
+    """CREATE TABLE candidates (
+    id INTEGER PRIMARY KEY,
+    campaign INTEGER NOT NULL REFERENCES campaigns (id),
+    seq INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'reproduced', 'flaky', 'not-reproduced')),
+    reproduced INTEGER NOT NULL DEFAULT 0,
+    runs INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (campaign, seq, signature)
+)""",
+    "CREATE INDEX candidates_by_status ON candidates (campaign, status)",
+    """CREATE TABLE findings (
+    signature TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    occurrences INTEGER NOT NULL,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL
+) WITHOUT ROWID""",
+    """CREATE TABLE finding_campaigns (
+    signature TEXT NOT NULL REFERENCES findings (signature),
+    campaign INTEGER NOT NULL REFERENCES campaigns (id),
+    PRIMARY KEY (signature, campaign)
+) WITHOUT ROWID""",
+    "CREATE INDEX finding_campaigns_by_campaign ON finding_campaigns (campaign)",
+)
+
+
+class StoreError(XamtError):
+    """The store file is corrupted, foreign, newer than this xamt, unreadable or busy, or an id
+    names nothing in it. The message names the file."""
+
+    exit_code = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseRecord:
+    """One executed case: where it was drawn, its divergence score, the kinds it showed."""
+
+    seq: int
+    group: str
+    dtype: str
+    value_class: str
+    score: float
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateRecord:
+    """One candidate discrepancy of a case, before triage.
+
+    ``payload`` is JSON-able: the serialized case (``xamt.serialize.case_to_jsonable``) and
+    summaries of the outcomes.
+    """
+
+    seq: int
+    signature: str
+    kind: str
+    group: str
+    dtype: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CandidateRow:
+    """A stored candidate with its triage status (one of :data:`CANDIDATE_STATUSES`)."""
+
+    id: int
+    campaign: int
+    seq: int
+    signature: str
+    kind: str
+    group: str
+    dtype: str
+    payload: dict[str, Any]
+    status: str
+    reproduced: int
+    runs: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindingRow:
+    """A reproduced finding, one per signature across campaigns.
+
+    ``payload`` is the newest one recorded (the findings.json entry); ``first_seen`` and
+    ``last_seen`` are ISO-8601 UTC times; ``campaigns`` are the ids that saw it, ascending.
+    """
+
+    signature: str
+    kind: str
+    group: str
+    dtype: str
+    payload: dict[str, Any]
+    occurrences: int
+    first_seen: str
+    last_seen: str
+    campaigns: tuple[int, ...]
+
+
+def utc_now() -> str:
+    """The current time, ISO-8601 UTC with milliseconds (``2024-05-01T12:00:00.000Z``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dumps(value: Any, what: str) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON-able: {exc}") from exc
+
+
+class Store:
+    """An open xamt store. Use as a context manager, or call :meth:`close`.
+
+    Every public method is one transaction: it happens whole or not at all, and a failing one
+    touches no data (of its campaign or any other). SQLite errors come out as
+    :class:`StoreError`; misuse by the caller (a bad status, a state going backwards) as
+    ``ValueError``.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path}: is a folder, not an xamt store; name a file")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"{self.path}: cannot open the store ({exc})") from exc
+        try:
+            self._open()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- opening -------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        conn = self._conn
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise self._not_a_store(exc) from exc
+        if app_id == 0 and version == 0 and tables == 0:
+            self._create()
+            return
+        if app_id != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path}: not an xamt store (an SQLite database of another application); "
+                "name another file"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: written by a newer xamt (schema {version}, this xamt reads up to "
+                f"{SCHEMA_VERSION}); upgrade xamt or name another file"
+            )
+        if version < 1:
+            raise StoreError(f"{self.path}: not an xamt store (schema version {version})")
+        try:
+            problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            raise self._not_a_store(exc) from exc
+        if problems != ["ok"]:
+            raise StoreError(
+                f"{self.path}: not an xamt store (corrupted: {'; '.join(problems[:3])})"
+            )
+        self._configure()
+
+    def _create(self) -> None:
+        """Make the schema in an empty database (re-checked inside the transaction, so two
+        processes opening the same new file do not both create it)."""
+        self._configure()
+        with self._transaction("create the schema") as conn:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                return  # another process made it first
+            for statement in SCHEMA:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _configure(self) -> None:
+        try:
+            self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise self._not_a_store(exc) from exc
+
+    def _not_a_store(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(
+            f"{self.path}: not an xamt store ({exc}); restore it from a copy or name a new file"
+        )
+
+    def _failed(self, what: str, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return StoreError(
+                f"{self.path}: busy: another process holds the store (could not {what} "
+                f"within {BUSY_TIMEOUT_S:.0f} s); wait for it or name another file"
+            )
+        if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | sqlite3.OperationalError):
+            return StoreError(f"{self.path}: could not {what} ({exc})")
+        return self._not_a_store(exc)
+
+    @contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls everything back."""
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(what, exc) from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self._failed(what, exc) from exc
+            raise
+
+    def _query(self, what: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(what, exc) from exc
+
+    def _before_commit(self, campaign: int) -> None:
+        """Called inside :meth:`commit_batch` after the inserts, before ``COMMIT``.
+
+        Does nothing; tests replace it to interrupt a batch mid-transaction.
+        """
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file (checkpointing the write-ahead log). Closing twice is harmless."""
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- campaigns -----------------------------------------------------------------------
+
+    def start_campaign(self, *, name: str, config: dict[str, Any]) -> int:
+        """Record a new campaign; return its id."""
+        config_json = _dumps(config, "campaign config")
+        now = utc_now()
+        with self._transaction("start a campaign") as conn:
+            cur = conn.execute(
+                "INSERT INTO campaigns (name, config, started, updated) VALUES (?, ?, ?, ?)",
+                (name, config_json, now, now),
+            )
+            assert cur.lastrowid is not None
+            return cur.lastrowid
+
+    def resumable_campaign(
+        self, name: str
+    ) -> tuple[int, dict[str, Any], dict[str, Any] | None, int] | None:
+        """The latest unfinished campaign called ``name``: ``(id, config, state, next_seq)``.
+
+        ``state`` is the scheduler state of the last committed batch (None before the first);
+        ``next_seq`` is the sequence number to run next. None when there is nothing to resume.
+        """
+        rows = self._query(
+            "find a campaign to resume",
+            "SELECT id, config, state, next_seq FROM campaigns "
+            "WHERE name = ? AND finished IS NULL ORDER BY id DESC LIMIT 1",
+            (name,),
+        )
+        if not rows:
+            return None
+        cid, config, state, next_seq = rows[0]
+        return cid, json.loads(config), None if state is None else json.loads(state), next_seq
+
+    def commit_batch(
+        self,
+        campaign: int,
+        *,
+        cases: Sequence[CaseRecord],
+        candidates: Sequence[CandidateRecord],
+        state: dict[str, Any],
+        next_seq: int,
+    ) -> None:
+        """Record a batch's cases, its candidates and the scheduler state, in one transaction.
+
+        Note:
+            Idempotent: rows already stored (same ``(campaign, seq)`` case, same
+            ``(campaign, seq, signature)`` candidate) are kept as they are, so a batch committed
+            twice is stored once. ``next_seq`` may not go backwards and must exceed every case
+            seq in the batch; the campaign must exist and be unfinished.
+        """
+        state_json = _dumps(state, "scheduler state")
+        case_rows = [
+            (
+                campaign,
+                c.seq,
+                c.group,
+                c.dtype,
+                c.value_class,
+                float(c.score),
+                _dumps(list(c.kinds), "kinds"),
+            )
+            for c in cases
+        ]
+        candidate_rows = [
+            (campaign, c.seq, c.signature, c.kind, c.group, c.dtype, _dumps(c.payload, "payload"))
+            for c in candidates
+        ]
+        if any(c.seq >= next_seq for c in cases) or any(c.seq >= next_seq for c in candidates):
+            raise ValueError(f"next_seq {next_seq} must exceed every seq of the batch")
+        with self._transaction(f"commit a batch of campaign {campaign}") as conn:
+            row = conn.execute(
+                "SELECT next_seq, finished FROM campaigns WHERE id = ?", (campaign,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: no campaign {campaign}")
+            if row[1] is not None:
+                raise ValueError(f"campaign {campaign} is finished; start a new one")
+            if next_seq < row[0]:
+                raise ValueError(
+                    f"next_seq {next_seq} goes back from {row[0]} (campaign {campaign})"
+                )
+            conn.executemany(
+                "INSERT OR IGNORE INTO cases (campaign, seq, grp, dtype, value_class, score, kinds)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                case_rows,
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO candidates (campaign, seq, signature, kind, grp, dtype, "
+                "payload) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                candidate_rows,
+            )
+            conn.execute(
+                "UPDATE campaigns SET state = ?, next_seq = ?, batches = batches + 1, "
+                "updated = ? WHERE id = ?",
+                (state_json, next_seq, utc_now(), campaign),
+            )
+            self._before_commit(campaign)
+
+    def finish_campaign(self, campaign: int, *, summary: dict[str, Any]) -> None:
+        """Mark a campaign finished (it is no longer resumable) and keep its summary."""
+        summary_json = _dumps(summary, "campaign summary")
+        now = utc_now()
+        with self._transaction(f"finish campaign {campaign}") as conn:
+            cur = conn.execute(
+                "UPDATE campaigns SET finished = ?, updated = ?, summary = ? WHERE id = ?",
+                (now, now, summary_json, campaign),
+            )
+            if cur.rowcount != 1:
+                raise StoreError(f"{self.path}: no campaign {campaign}")
+
+    # -- triage --------------------------------------------------------------------------
+
+    def pending_candidates(self, campaign: int) -> list[CandidateRow]:
+        """Candidates of a campaign still waiting for triage, in the order they were found."""
+        rows = self._query(
+            "read pending candidates",
+            f"SELECT {_CANDIDATE_COLUMNS} FROM candidates "
+            "WHERE campaign = ? AND status = 'pending' ORDER BY seq, id",
+            (campaign,),
+        )
+        return [_candidate_row(row) for row in rows]
+
+    def candidate(self, candidate_id: int) -> CandidateRow:
+        """One candidate by id (any status)."""
+        rows = self._query(
+            "read a candidate",
+            f"SELECT {_CANDIDATE_COLUMNS} FROM candidates WHERE id = ?",
+            (candidate_id,),
+        )
+        if not rows:
+            raise StoreError(f"{self.path}: no candidate {candidate_id}")
+        return _candidate_row(rows[0])
+
+    def set_candidate_status(
+        self,
+        candidate_id: int,
+        status: str,
+        reproduced: int,
+        runs: int,
+        *,
+        finding: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a candidate's triage: ``status`` is one of :data:`TRIAGE_STATUSES`.
+
+        With ``finding`` (the findings.json entry, when status is 'reproduced') the finding is
+        upserted under the candidate's signature and campaign *in the same transaction*.
+
+        Note:
+            Use ``finding=`` rather than a separate :meth:`upsert_finding` in triage: a run
+            killed between the two would leave the candidate pending and count the occurrence
+            again on resume. The finding is only counted when the candidate leaves 'pending',
+            so calling this twice counts it once.
+        """
+        if status not in TRIAGE_STATUSES:
+            raise ValueError(f"status {status!r} is not one of {', '.join(TRIAGE_STATUSES)}")
+        if finding is not None and status != "reproduced":
+            raise ValueError(f"a finding comes only with status 'reproduced', not {status!r}")
+        finding_json = None if finding is None else _dumps(finding, "finding payload")
+        with self._transaction(f"set the status of candidate {candidate_id}") as conn:
+            row = conn.execute(
+                "SELECT status, signature, campaign, kind, grp, dtype FROM candidates WHERE id = ?",
+                (candidate_id,),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: no candidate {candidate_id}")
+            conn.execute(
+                "UPDATE candidates SET status = ?, reproduced = ?, runs = ? WHERE id = ?",
+                (status, reproduced, runs, candidate_id),
+            )
+            previous, signature, campaign, kind, group, dtype = row
+            if finding_json is not None and previous == "pending":
+                self._upsert(
+                    conn,
+                    signature=signature,
+                    campaign=campaign,
+                    kind=kind,
+                    group=group,
+                    dtype=dtype,
+                    payload_json=finding_json,
+                )
+
+    # -- findings ------------------------------------------------------------------------
+
+    def upsert_finding(self, *, signature: str, campaign: int, payload: dict[str, Any]) -> None:
+        """Record one occurrence of a finding in a campaign.
+
+        ``payload`` is the findings.json entry and must hold ``kind``, ``group`` and ``dtype``.
+        The first occurrence makes the row; later ones add 1 to ``occurrences``, set
+        ``last_seen``, add the campaign, and replace the payload with the newer one (it holds
+        the case and outputs of the current library versions, which a recurrence or regression
+        comment should show; ``first_seen`` keeps the history).
+        """
+        missing = [key for key in ("kind", "group", "dtype") if key not in payload]
+        if missing:
+            raise ValueError(f"finding payload lacks {', '.join(missing)}")
+        payload_json = _dumps(payload, "finding payload")
+        with self._transaction(f"record finding {signature}") as conn:
+            self._upsert(
+                conn,
+                signature=signature,
+                campaign=campaign,
+                kind=str(payload["kind"]),
+                group=str(payload["group"]),
+                dtype=str(payload["dtype"]),
+                payload_json=payload_json,
+            )
+
+    def _upsert(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        signature: str,
+        campaign: int,
+        kind: str,
+        group: str,
+        dtype: str,
+        payload_json: str,
+    ) -> None:
+        if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (campaign,)).fetchone() is None:
+            raise StoreError(f"{self.path}: no campaign {campaign}")
+        now = utc_now()
+        conn.execute(
+            "INSERT INTO findings (signature, kind, grp, dtype, payload, occurrences, "
+            "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, 1, ?, ?) "
+            "ON CONFLICT (signature) DO UPDATE SET occurrences = occurrences + 1, "
+            "last_seen = excluded.last_seen, payload = excluded.payload, "
+            "kind = excluded.kind, grp = excluded.grp, dtype = excluded.dtype",
+            (signature, kind, group, dtype, payload_json, now, now),
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO finding_campaigns (signature, campaign) VALUES (?, ?)",
+            (signature, campaign),
+        )
+
+    def findings(self, campaign: int | None = None) -> list[FindingRow]:
+        """All findings, or those seen in ``campaign``, oldest first."""
+        where = ""
+        params: tuple[Any, ...] = ()
+        if campaign is not None:
+            where = (
+                "WHERE signature IN (SELECT signature FROM finding_campaigns WHERE campaign = ?)"
+            )
+            params = (campaign,)
+        rows = self._query(
+            "read findings",
+            "SELECT signature, kind, grp, dtype, payload, occurrences, first_seen, last_seen, "
+            "(SELECT group_concat(campaign) FROM (SELECT campaign FROM finding_campaigns fc "
+            " WHERE fc.signature = f.signature ORDER BY campaign)) "
+            f"FROM findings f {where} ORDER BY first_seen, signature",
+            params,
+        )
+        return [
+            FindingRow(
+                signature=sig,
+                kind=kind,
+                group=group,
+                dtype=dtype,
+                payload=json.loads(payload),
+                occurrences=occurrences,
+                first_seen=first,
+                last_seen=last,
+                campaigns=tuple(int(c) for c in campaigns.split(",")) if campaigns else (),
+            )
+            for sig, kind, group, dtype, payload, occurrences, first, last, campaigns in rows
+        ]
+
+    def counts(self, campaign: int) -> dict[str, int]:
+        """Tallies of a campaign, every key always present.
+
+        ``cases``, ``batches``, ``next_seq``, ``divergent_cases`` (cases that showed any kind),
+        ``candidates``, ``candidates.<status>`` for each of :data:`CANDIDATE_STATUSES`,
+        ``findings`` (distinct signatures seen in the campaign) and ``findings.<kind>`` for
+        each of ``xamt.types.DISCREPANCY_KINDS`` (and any other kind stored).
+        """
+        try:
+            return self._counts(campaign)
+        except sqlite3.DatabaseError as exc:
+            raise self._failed(f"count campaign {campaign}", exc) from exc
+
+    def _counts(self, campaign: int) -> dict[str, int]:
+        conn = self._conn
+        conn.execute("BEGIN")  # one read snapshot for all the tallies
+        try:
+            row = conn.execute(
+                "SELECT batches, next_seq FROM campaigns WHERE id = ?", (campaign,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: no campaign {campaign}")
+            cases, divergent = conn.execute(
+                "SELECT count(*), coalesce(sum(kinds != '[]'), 0) FROM cases WHERE campaign = ?",
+                (campaign,),
+            ).fetchone()
+            out = {"cases": cases, "batches": row[0], "next_seq": row[1]}
+            out["divergent_cases"] = divergent
+            by_status = dict(
+                conn.execute(
+                    "SELECT status, count(*) FROM candidates WHERE campaign = ? GROUP BY status",
+                    (campaign,),
+                ).fetchall()
+            )
+            out["candidates"] = sum(by_status.values())
+            for status in CANDIDATE_STATUSES:
+                out[f"candidates.{status}"] = by_status.get(status, 0)
+            by_kind = dict(
+                conn.execute(
+                    "SELECT f.kind, count(*) FROM findings f JOIN finding_campaigns fc "
+                    "ON fc.signature = f.signature WHERE fc.campaign = ? GROUP BY f.kind",
+                    (campaign,),
+                ).fetchall()
+            )
+            out["findings"] = sum(by_kind.values())
+            for kind in (*DISCREPANCY_KINDS, *sorted(set(by_kind) - set(DISCREPANCY_KINDS))):
+                out[f"findings.{kind}"] = by_kind.get(kind, 0)
+            return out
+        finally:
+            conn.execute("COMMIT")
+
+
+_CANDIDATE_COLUMNS = (
+    "id, campaign, seq, signature, kind, grp, dtype, payload, status, reproduced, runs"
+)
+
+
+def _candidate_row(row: tuple[Any, ...]) -> CandidateRow:
+    cid, campaign, seq, signature, kind, group, dtype, payload, status, reproduced, runs = row
+    return CandidateRow(
+        id=cid,
+        campaign=campaign,
+        seq=seq,
+        signature=signature,
+        kind=kind,
+        group=group,
+        dtype=dtype,
+        payload=json.loads(payload),
+        status=status,
+        reproduced=reproduced,
+        runs=runs,
+    )
