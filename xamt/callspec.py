@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from xamt.errors import UsageError
+from xamt.inputs.values import round_to_bfloat16
 from xamt.workers.protocol import DTYPE_NAMES, BFloat16, DType
 
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "True": True, "False": False, "None": None}
@@ -114,16 +115,8 @@ def parse_value(text: str, rng: np.random.Generator) -> Any:
         except (TypeError, ValueError, OverflowError) as exc:
             raise UsageError(f"cannot make a {dtype} array of {text!r}: {exc}") from None
     if dtype == "bfloat16":
-        return BFloat16(_round_to_bf16(arr))
+        return BFloat16(round_to_bfloat16(arr))
     return arr
-
-
-def _round_to_bf16(values: np.ndarray) -> np.ndarray:
-    """Round float32 values to the nearest bfloat16 (ties to even), as float32."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    out = rounded.astype(np.uint32).view(np.float32)
-    return np.where(np.isnan(values), np.float32(np.nan), out)
 
 
 def parse_keyword(text: str, rng: np.random.Generator) -> tuple[str, Any]:

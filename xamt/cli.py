@@ -25,11 +25,11 @@ from xamt.catalog.build import build as catalog_build_fn
 from xamt.catalog.check import check as check_groups
 from xamt.catalog.check import sample_groups
 from xamt.catalog.model import Catalog
-from xamt.errors import UnknownApi, UsageError, WorkerError, XamtError
+from xamt.errors import OutputError, UnknownApi, UsageError, WorkerError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
+from xamt.outcomes import outcome_text
 from xamt.types import Call, Outcome
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
-from xamt.workers.protocol import BFloat16, DType, Opaque
 
 app = typer.Typer(
     help="Cross-framework differential fuzzer for deep-learning library APIs.",
@@ -291,42 +291,6 @@ def call(
         raise UnknownApi("; ".join(o.detail for o in unknown))
 
 
-def summarize(value: Any, limit: int = 160) -> str:
-    """A short human summary of an output value."""
-    if isinstance(value, BFloat16):
-        return "bfloat16" + summarize(value.values, limit).removeprefix("float32")
-    if isinstance(value, np.ndarray):
-        body = np.array2string(
-            value, threshold=12, edgeitems=2, precision=6, separator=", ", max_line_width=10_000
-        ).replace("\n", "")
-        text = f"{value.dtype}{list(value.shape)} {body}"
-    elif isinstance(value, tuple):
-        text = "(" + ", ".join(summarize(v, limit) for v in value) + ")"
-    elif isinstance(value, list):
-        text = "[" + ", ".join(summarize(v, limit) for v in value) + "]"
-    elif isinstance(value, Opaque):
-        text = f"<{value.type}> {value.repr}"
-    elif isinstance(value, DType):
-        text = f"@{value.name}"
-    else:
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _outcome_text(o: Outcome) -> str:
-    if o.status == "ok":
-        return summarize(o.value)
-    if o.error is not None:
-        return (
-            f"{o.error.type}: {o.error.message.strip().splitlines()[0] if o.error.message else ''}"[
-                :200
-            ]
-        )
-    if o.signal:
-        return f"killed by {o.signal}"
-    return (o.detail.strip().splitlines() or [""])[-1][:200]
-
-
 def _print_outcomes(outcomes: list[Outcome], versions: dict[str, str]) -> None:
     table = Table("library", "api", "status", "result", show_lines=False)
     colors = {"ok": "green", "error": "yellow", "unsupported": "blue"}
@@ -336,7 +300,7 @@ def _print_outcomes(outcomes: list[Outcome], versions: dict[str, str]) -> None:
             f"{o.library} {versions.get(o.library, '')}",
             o.api,
             f"[{color}]{o.status}[/]",
-            _outcome_text(o).replace("[", r"\["),
+            outcome_text(o).replace("[", r"\["),
         )
     out.print(table)
 
@@ -347,7 +311,7 @@ def _outcome_json(o: Outcome, version: str | None) -> dict[str, Any]:
         "version": version,
         "api": o.api,
         "status": o.status,
-        "result": _outcome_text(o),
+        "result": outcome_text(o),
         "signal": o.signal,
         "error": None if o.error is None else {"type": o.error.type, "message": o.error.message},
     }
@@ -567,3 +531,152 @@ def catalog_check(
         out.print(f"checked {len(groups)} groups: {len(drifts)} drifted")
     if drifts:
         raise typer.Exit(9)
+
+
+# --- fuzz ------------------------------------------------------------------------------------
+def _output_dir(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".xamt-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write to the output folder {path}: {exc.strerror or exc}; "
+            "choose another with --out"
+        ) from None
+    return path
+
+
+@app.command("fuzz")
+@handles_errors
+def fuzz(
+    budget: Annotated[str, typer.Option(help="Time (90s, 10m, 1h) or a number of cases.")] = "2m",
+    seed: Annotated[int, typer.Option(help="Seed of the campaign.")] = 1,
+    libs: Annotated[
+        str | None, typer.Option(help="Comma-separated libraries (default: all).")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option(help="Only groups whose id matches this regex.")
+    ] = None,
+    shard: Annotated[
+        str, typer.Option(help="i/n: this shard's groups (stable by group id).")
+    ] = "0/1",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Output folder (store, findings.json).")
+    ] = Path("xamt-out"),
+    schedule: Annotated[
+        str, typer.Option(help="variance (guided) or uniform (baseline).")
+    ] = "variance",
+    resume: Annotated[
+        bool, typer.Option(help="Continue the last unfinished campaign in --out.")
+    ] = False,
+    reproduce_runs: Annotated[int, typer.Option("--reproduce", help="Fresh-worker reruns.")] = 3,
+    deadline: Annotated[
+        float, typer.Option(help="Seconds a call may take (then: hang).")
+    ] = DEFAULT_DEADLINE,
+    catalog: CatalogOpt = None,
+    variant: VariantOpt = "cpu",
+) -> None:
+    """Fuzz the catalog's groups across libraries and write findings.json.
+
+    Only discrepancies that reproduce in freshly started workers become findings. Ctrl-C stops
+    fuzzing, reproduces what was found and writes everything; --resume continues a campaign that
+    was stopped or killed.
+    """
+    from xamt.fuzz.campaign import (
+        Campaign,
+        CampaignConfig,
+        parse_budget,
+        parse_shard,
+        select_groups,
+    )
+    from xamt.fuzz.output import findings_document, summary_lines, write_findings
+    from xamt.fuzz.reproduce import reproduce
+    from xamt.store import Store
+
+    spent = parse_budget(budget)
+    shard_spec = parse_shard(shard)
+    if schedule not in ("variance", "uniform"):
+        raise UsageError(f"unknown schedule {schedule!r}; choose variance or uniform")
+    if reproduce_runs < 1 or deadline <= 0:
+        raise UsageError("--reproduce must be at least 1 and --deadline positive")
+    chosen = (
+        [check_library(x.strip()) for x in libs.split(",") if x.strip()]
+        if libs
+        else list(library_names())
+    )
+    if len(chosen) < 2:
+        raise UsageError("a campaign compares at least two libraries")
+    cat = _load_catalog(catalog)
+    groups = select_groups(cat, chosen, group, shard_spec)
+    if not groups:
+        raise UsageError(
+            f"no group matches --group {group!r} with these libraries and shard; "
+            "see `xamt catalog list`"
+        )
+    folder = _output_dir(out_dir)
+    pythons = {lib: envs.interpreter(lib, variant) for lib in chosen}
+    config = CampaignConfig(
+        name=f"fuzz-{shard_spec[0]}-{shard_spec[1]}",
+        seed=seed,
+        budget=spent,
+        libraries=tuple(chosen),
+        schedule=schedule,
+    )
+    with Store(folder / "xamt.sqlite") as store:
+        with WorkerPool(pythons, deadline=deadline) as pool:
+            out.print(f"starting {len(chosen)} workers; {len(groups)} groups; budget {spent}")
+            versions = {lib: h.version for lib, h in pool.start().items()}
+            campaign = Campaign(config, groups, pool, store)
+            if campaign.open(resume):
+                out.print(f"resuming campaign {campaign.campaign_id} at case {campaign.state.seq}")
+
+            def report(p: Any) -> None:
+                kinds = ", ".join(f"{k} {n}" for k, n in sorted(p.candidates.items())) or "none"
+                out.print(
+                    f"  {p.cases} cases, {p.rate:.0f}/s; signatures by kind: {kinds}; at {p.group}",
+                    markup=False,
+                )
+
+            progress = campaign.run(report)
+        group_map = {g.id: g for g in groups}
+        interrupted = False
+        try:
+            repro = reproduce(
+                store,
+                campaign.campaign_id,
+                pythons,
+                group_map,
+                runs=reproduce_runs,
+                deadline=deadline,
+                progress=lambda m: out.print(f"  {m}", markup=False),
+            )
+            out.print(
+                f"reproduced {repro.reproduced}, flaky {repro.flaky}, "
+                f"not reproduced {repro.not_reproduced}"
+            )
+        except KeyboardInterrupt:
+            interrupted = True
+            err.print("reproduction interrupted: candidates stay pending (use --resume)")
+        info = {
+            "name": config.name,
+            "seed": seed,
+            "budget": str(spent),
+            "schedule": schedule,
+            "shard": shard,
+            "cases": progress.cases,
+            "seconds": round(progress.seconds, 1),
+        }
+        document = findings_document(
+            store, campaign.campaign_id, libraries=versions, campaign_info=info
+        )
+        write_findings(folder / "findings.json", document)
+        done = campaign.exhausted(time.monotonic()) and not interrupted
+        if done:
+            store.finish_campaign(campaign.campaign_id, summary=info)
+    for line in summary_lines(document):
+        out.print(line, markup=False)
+    out.print(f"wrote {folder / 'findings.json'}")
+    if not done:
+        raise typer.Exit(130)

@@ -47,3 +47,9 @@ class InstallFailed(XamtError):
     """Building a library environment failed; nothing that looks healthy was left behind."""
 
     exit_code = 7
+
+
+class OutputError(XamtError):
+    """The output folder cannot be created or written."""
+
+    exit_code = 11

@@ -59,3 +59,46 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+# Value classes of fuzzing inputs, and the kinds of discrepancy the oracles report.
+VALUE_CLASSES = ("ordinary", "boundary", "non-finite")
+DISCREPANCY_KINDS = (
+    "crash",  # a library's worker died (signal)
+    "hang",  # a library missed the deadline
+    "resource",  # a library exceeded the memory cap
+    "status",  # some libraries raised while others returned
+    "shape",  # output shapes (or structures) differ
+    "dtype",  # output dtypes differ (type promotion), values aside
+    "nan",  # NaN masks differ
+    "inf",  # inf masks (with sign) differ
+    "signed-zero",  # -0.0 against 0.0 where both are zero
+    "value",  # finite values beyond the dtype's (rtol, atol)
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One input set for one group: role values, and the member API used per library."""
+
+    group: str
+    dtype: str
+    value_class: str
+    values: dict[str, Any]
+    apis: dict[str, str]
+    seed: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Discrepancy:
+    """What the oracles found wrong in one case's outcomes.
+
+    ``odd`` names the libraries that are the odd ones out (by majority vote, a float64
+    reference breaking ties). ``error`` is the odd side's exception type and message (status
+    and crash kinds), the raw material of a signature.
+    """
+
+    kind: str
+    odd: tuple[str, ...]
+    detail: str = ""
+    error: str = ""

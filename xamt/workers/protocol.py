@@ -96,13 +96,16 @@ class BFloat16:
 
 def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
     """Widen bfloat16 bit patterns (uint16) to the float32 values they denote, exactly."""
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+    wide = np.array(bits, dtype=np.uint32)  # an array even when 0-d (scalars would promote)
+    wide <<= np.uint32(16)
+    return wide.view(np.float32)
 
 
 def f32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
     """Narrow float32 values that are exact bfloat16 numbers to their bit patterns."""
-    f32 = np.array(values, dtype=np.float32, order="C")  # a copy; keeps 0-d arrays 0-d
-    return (f32.view(np.uint32) >> 16).astype(np.uint16)
+    bits = np.array(values, dtype=np.float32, order="C").view(np.uint32)  # a copy, 0-d kept
+    bits >>= np.uint32(16)
+    return bits.astype(np.uint16)
 
 
 class _Encoder:

@@ -1,0 +1,1 @@
+"""Fuzz campaigns: schedules, the campaign loop, reproduction."""

@@ -1,0 +1,389 @@
+"""The campaign loop: spend a budget over groups, compare libraries, keep what diverges.
+
+Cases run in batches: every library gets its calls of a batch in one request, all libraries at
+once. After each batch, the cases, the candidate discrepancies and the schedule's state (with
+the random generator's) are committed to the store in one transaction, so a campaign killed at
+any point resumes from its last batch with nothing lost and nothing counted twice. Candidates
+become findings only once they reproduce in fresh workers (:mod:`xamt.fuzz.reproduce`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.bind import bind
+from xamt.catalog.model import Catalog, Group, Member
+from xamt.errors import UsageError
+from xamt.fuzz.schedule import NOVELTY_BONUS, Pick, Schedule, make_schedule
+from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate, pick_apis
+from xamt.inputs.tags import input_classes
+from xamt.oracle.compare import compare, divergence
+from xamt.oracle.signature import signature_of
+from xamt.outcomes import outcome_summary
+from xamt.serialize import case_from_jsonable, case_to_jsonable
+from xamt.store import CandidateRecord, CaseRecord, Store
+from xamt.types import VALUE_CLASSES, Call, Case, Discrepancy, Outcome
+from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import BFloat16
+
+BATCH = 48
+CANDIDATES_PER_SIGNATURE = 2
+REFERENCE_DTYPES = ("float16", "bfloat16", "float32")
+# The input class a signature keeps: the first tag present in this order, else the value class.
+PRIMARY_CLASSES = (
+    "nan",
+    "inf",
+    "neg-inf",
+    "neg-zero",
+    "subnormal",
+    "int-overflow",
+    "empty",
+    "scalar",
+    "out-of-range-axis",
+    "out-of-range-index",
+    "zero-divisor",
+    "broadcast",
+    "high-rank",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """A campaign's budget: a number of cases, or seconds of fuzzing."""
+
+    cases: int | None = None
+    seconds: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.cases} cases" if self.cases is not None else f"{self.seconds:g} s"
+
+
+def parse_budget(text: str) -> Budget:
+    """``90s``, ``10m``, ``1h`` are time; a plain number (or ``500c``) is a number of cases."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhc]?)\s*", text)
+    if not match:
+        raise UsageError(f"budget {text!r}: write a time (90s, 10m, 1h) or a number of cases")
+    number, unit = float(match.group(1)), match.group(2)
+    if number <= 0:
+        raise UsageError(f"budget {text!r} must be positive")
+    if unit in ("", "c"):
+        return Budget(cases=int(number))
+    return Budget(seconds=number * {"s": 1, "m": 60, "h": 3600}[unit])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``i/n`` with 0 <= i < n: this run takes the groups whose stable hash is i modulo n."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not match or int(match.group(2)) == 0 or int(match.group(1)) >= int(match.group(2)):
+        raise UsageError(f"shard {text!r}: write i/n with 0 <= i < n, e.g. 0/4")
+    return int(match.group(1)), int(match.group(2))
+
+
+def shard_of(group_id: str, n: int) -> int:
+    return int(hashlib.sha256(group_id.encode()).hexdigest()[:8], 16) % n
+
+
+def select_groups(
+    catalog: Catalog,
+    libraries: Sequence[str],
+    pattern: str | None = None,
+    shard: tuple[int, int] = (0, 1),
+) -> list[Group]:
+    """The groups a campaign fuzzes: members of the chosen libraries, spanning two of them."""
+    regex = None
+    if pattern:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(
+                f"group filter {pattern!r} is not a regular expression: {exc}"
+            ) from None
+    chosen = []
+    for g in catalog.groups:
+        if regex and not regex.search(g.id):
+            continue
+        if shard_of(g.id, shard[1]) != shard[0]:
+            continue
+        members = tuple(m for m in g.members if m.library in libraries)
+        if len({m.library for m in members}) >= 2:
+            chosen.append(
+                Group(
+                    id=g.id, op=g.op, family=g.family, roles=g.roles, dtype=g.dtype, members=members
+                )
+            )
+    return chosen
+
+
+def primary_class(tags: Sequence[str], value_class: str) -> str:
+    return next((t for t in PRIMARY_CLASSES if t in tags), value_class)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignConfig:
+    name: str
+    seed: int
+    budget: Budget
+    libraries: tuple[str, ...]
+    schedule: str = "variance"
+    batch: int = BATCH
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["budget"] = asdict(self.budget)
+        return data
+
+
+@dataclass
+class Progress:
+    """What the loop reports after each batch."""
+
+    cases: int = 0
+    seconds: float = 0.0
+    group: str = ""
+    candidates: Counter[str] = field(default_factory=Counter)
+    signatures: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class _State:
+    """Everything the loop needs to continue exactly where it stopped."""
+
+    seq: int = 0
+    seen: dict[str, int] = field(default_factory=dict)
+    kinds: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+
+class Campaign:
+    """One campaign over ``groups`` with a started pool, recorded in ``store``."""
+
+    def __init__(
+        self, config: CampaignConfig, groups: Sequence[Group], pool: WorkerPool, store: Store
+    ) -> None:
+        if not groups:
+            raise UsageError("no group to fuzz: check --group, --libs and --shard")
+        self.config = config
+        self.groups = {g.id: g for g in groups}
+        self.members: dict[tuple[str, str], Member] = {
+            (g.id, m.api): m for g in groups for m in g.members
+        }
+        self.pool = pool
+        self.store = store
+        arms = [(g.id, d, v) for g in groups for d in fuzz_dtypes(g) for v in VALUE_CLASSES]
+        self.schedule: Schedule = make_schedule(config.schedule, arms)
+        self.rng = np.random.default_rng(config.seed)
+        self.state = _State()
+        self.campaign_id = 0
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def open(self, resume: bool) -> bool:
+        """Start, or resume the latest unfinished campaign of this name. True if resumed."""
+        found = self.store.resumable_campaign(self.config.name) if resume else None
+        if found is None:
+            self.campaign_id = self.store.start_campaign(
+                name=self.config.name, config=self.config.as_dict()
+            )
+            return False
+        self.campaign_id, _config, state, next_seq = found
+        if state:
+            self.rng.bit_generator.state = state["rng"]
+            self.schedule.load(state["schedule"])
+            self.state = _State(
+                seq=next_seq,
+                seen=dict(state["seen"]),
+                kinds=Counter(state["kinds"]),
+                seconds=float(state["seconds"]),
+            )
+        return True
+
+    def exhausted(self, started: float) -> bool:
+        budget = self.config.budget
+        if budget.cases is not None:
+            return self.state.seq >= budget.cases
+        elapsed = self.state.seconds + time.monotonic() - started
+        return elapsed >= (budget.seconds or 0.0)
+
+    def run(self, report: Callable[[Progress], None] = lambda _p: None) -> Progress:
+        """Fuzz until the budget is spent; Ctrl-C stops after committing what is done."""
+        started = time.monotonic()
+        seconds_before = self.state.seconds
+        try:
+            while not self.exhausted(started):
+                size = self.config.batch
+                if self.config.budget.cases is not None:
+                    size = min(size, self.config.budget.cases - self.state.seq)
+                self._batch(size, started, seconds_before)
+                report(self.progress())
+        except KeyboardInterrupt:
+            pass
+        return self.progress()
+
+    def progress(self) -> Progress:
+        return Progress(
+            cases=self.state.seq,
+            seconds=self.state.seconds,
+            group=self._last_group,
+            candidates=Counter(self.state.kinds),
+            signatures=len(self.state.seen),
+        )
+
+    _last_group = ""
+
+    # --- one batch -------------------------------------------------------------------------
+    def _case(self, pick: Pick) -> Case:
+        group = self.groups[pick.arm[0]]
+        seed = int(self.rng.integers(0, 2**31))
+        if pick.parent is not None:
+            parent = case_from_jsonable(self.schedule.corpus_case(pick.parent))
+            return mutate(parent, group, self.rng)
+        apis = pick_apis(group, self.config.libraries, self.rng)
+        return draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
+
+    def _batch(self, size: int, started: float, seconds_before: float) -> None:
+        picks = [self.schedule.pick(self.rng) for _ in range(size)]
+        cases = [self._case(p) for p in picks]
+        outcomes, references = self.execute(cases)
+        case_records, candidates = [], []
+        for pick, case, outs, ref in zip(picks, cases, outcomes, references, strict=True):
+            seq = self.state.seq
+            found = compare(outs, reference=ref)
+            score = divergence(outs)
+            novel = False
+            if found:
+                group = self.groups[case.group]
+                tags = input_classes(case, group)
+                for d in found:
+                    sig, key = signature_of(
+                        kind=d.kind,
+                        group=case.group,
+                        odd=d.odd,
+                        dtype=case.dtype,
+                        input_class=primary_class(tags, case.value_class),
+                        error=d.error,
+                    )
+                    count = self.state.seen.get(sig, 0)
+                    novel |= count == 0
+                    self.state.seen[sig] = count + 1
+                    if count == 0:
+                        self.state.kinds[d.kind] += 1
+                    if count < CANDIDATES_PER_SIGNATURE:
+                        candidates.append(
+                            CandidateRecord(
+                                seq=seq,
+                                signature=sig,
+                                kind=d.kind,
+                                group=case.group,
+                                dtype=case.dtype,
+                                payload=candidate_payload(case, d, key, tags, outs),
+                            )
+                        )
+            reward = score + (NOVELTY_BONUS if novel else 0.0)
+            self.schedule.update(pick, reward, case_to_jsonable(case) if score > 0 else None)
+            case_records.append(
+                CaseRecord(
+                    seq=seq,
+                    group=case.group,
+                    dtype=case.dtype,
+                    value_class=case.value_class,
+                    score=score,
+                    kinds=tuple(sorted({d.kind for d in found})),
+                )
+            )
+            self.state.seq += 1
+            self._last_group = case.group
+        self.state.seconds = seconds_before + time.monotonic() - started
+        self.store.commit_batch(
+            self.campaign_id,
+            cases=case_records,
+            candidates=candidates,
+            state=self._saved_state(),
+            next_seq=self.state.seq,
+        )
+
+    def _saved_state(self) -> dict[str, Any]:
+        return {
+            "rng": self.rng.bit_generator.state,
+            "schedule": self.schedule.state(),
+            "seen": self.state.seen,
+            "kinds": dict(self.state.kinds),
+            "seconds": self.state.seconds,
+        }
+
+    def execute(
+        self, cases: Sequence[Case]
+    ) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+        """Run cases on every library at once; also the float64 reference where it applies."""
+        return execute_cases(self.pool, cases, self.groups, self.members)
+
+
+def execute_cases(
+    pool: WorkerPool,
+    cases: Sequence[Case],
+    groups: Mapping[str, Group],
+    members: Mapping[tuple[str, str], Member],
+) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+    """Run cases on every library at once; also a float64 numpy reference where it applies.
+
+    Returns per case the outcomes by library, and the reference outcome (or None).
+    """
+    calls: dict[str, list[Call]] = {}
+    slots: list[list[tuple[str, int]]] = []
+    ref_slots: list[int | None] = []
+    for case in cases:
+        mine = []
+        for lib, api in case.apis.items():
+            calls.setdefault(lib, [])
+            mine.append((lib, len(calls[lib])))
+            calls[lib].append(bind(members[(case.group, api)], case.values, seed=case.seed))
+        slots.append(mine)
+        ref = None
+        np_api = case.apis.get("numpy")
+        if np_api and case.dtype in REFERENCE_DTYPES and "numpy" in pool.workers:
+            ref = len(calls["numpy"])
+            calls["numpy"].append(bind(members[(case.group, np_api)], upcast(case.values)))
+        ref_slots.append(ref)
+    results = pool.run(calls)
+    outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in slots]
+    references = [results["numpy"][r] if r is not None else None for r in ref_slots]
+    return outcomes, references
+
+
+def upcast(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The same values in float64 (for the reference run)."""
+
+    def up(v: Any) -> Any:
+        if isinstance(v, BFloat16):
+            return v.values.astype(np.float64)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            return v.astype(np.float64)
+        if isinstance(v, list):
+            return [up(x) for x in v]
+        return v
+
+    return {k: up(v) for k, v in values.items()}
+
+
+def candidate_payload(
+    case: Case, d: Discrepancy, key: str, tags: Sequence[str], outcomes: Mapping[str, Outcome]
+) -> dict[str, Any]:
+    return {
+        "key": key,
+        "odd": list(d.odd),
+        "detail": d.detail,
+        "error": d.error,
+        "input_classes": list(tags),
+        "case": case_to_jsonable(case),
+        "outputs": {lib: outcome_summary(o) for lib, o in outcomes.items()},
+    }

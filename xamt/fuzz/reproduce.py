@@ -1,0 +1,109 @@
+"""Independent reproduction: candidates re-run in freshly started workers, several times.
+
+One representative case per signature runs ``runs`` times, each time in a new pool (fresh
+processes). A candidate whose signature shows up every time is *reproduced* and becomes a
+finding; some of the time, *flaky*; never, *not reproduced*. Other candidates of the same
+signature take the representative's verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from xamt.catalog.model import Group, Member
+from xamt.fuzz.campaign import execute_cases, primary_class
+from xamt.oracle.compare import compare
+from xamt.oracle.signature import signature_of
+from xamt.serialize import case_from_jsonable
+from xamt.store import CandidateRow, Store
+from xamt.workers.pool import WorkerPool
+
+RUNS = 3
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReproSummary:
+    reproduced: int = 0
+    flaky: int = 0
+    not_reproduced: int = 0
+
+
+def signatures_in(case_payload: Mapping[str, Any], outcomes: Any, reference: Any) -> set[str]:
+    case = case_from_jsonable(dict(case_payload["case"]))
+    pclass = primary_class(case_payload["input_classes"], case.value_class)
+    return {
+        signature_of(
+            kind=d.kind,
+            group=case.group,
+            odd=d.odd,
+            dtype=case.dtype,
+            input_class=pclass,
+            error=d.error,
+        )[0]
+        for d in compare(outcomes, reference=reference)
+    }
+
+
+def reproduce(
+    store: Store,
+    campaign: int,
+    pythons: Mapping[str, str],
+    groups: Mapping[str, Group],
+    *,
+    runs: int = RUNS,
+    deadline: float = 10.0,
+    memory_cap: int | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> ReproSummary:
+    """Reproduce the campaign's pending candidates; record verdicts and findings."""
+    pending = store.pending_candidates(campaign)
+    if not pending:
+        return ReproSummary()
+    by_sig: dict[str, list[CandidateRow]] = defaultdict(list)
+    for cand in pending:
+        by_sig[cand.signature].append(cand)
+    reps = [cands[0] for cands in by_sig.values()]
+    cases = [case_from_jsonable(c.payload["case"]) for c in reps]
+    members: dict[tuple[str, str], Member] = {
+        (g.id, m.api): m for g in groups.values() for m in g.members
+    }
+    libs = sorted({lib for c in cases for lib in c.apis})
+    hits: Counter[int] = Counter()
+    for run in range(runs):
+        progress(f"reproducing {len(reps)} signatures: run {run + 1}/{runs} in fresh workers")
+        kwargs: dict[str, Any] = {"deadline": deadline}
+        if memory_cap is not None:
+            kwargs["memory_cap"] = memory_cap
+        with WorkerPool({lib: pythons[lib] for lib in libs}, **kwargs) as pool:
+            pool.start()
+            outcomes, references = execute_cases(pool, cases, groups, members)
+        for cand, outs, ref in zip(reps, outcomes, references, strict=True):
+            if cand.signature in signatures_in(cand.payload, outs, ref):
+                hits[cand.id] += 1
+    summary: Counter[str] = Counter()
+    for rep in reps:
+        k = hits[rep.id]
+        status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
+        summary[status] += 1
+        finding = None
+        if status == "reproduced":
+            finding = {
+                **rep.payload,
+                "kind": rep.kind,
+                "group": rep.group,
+                "dtype": rep.dtype,
+                "reproduced": k,
+                "runs": runs,
+            }
+        # the verdict and the finding in one transaction: a kill between them cannot count twice
+        store.set_candidate_status(rep.id, status, k, runs, finding=finding)
+        for cand in by_sig[rep.signature][1:]:
+            store.set_candidate_status(cand.id, status, k, runs)
+    return ReproSummary(
+        reproduced=summary["reproduced"],
+        flaky=summary["flaky"],
+        not_reproduced=summary["not-reproduced"],
+    )

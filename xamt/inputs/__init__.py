@@ -1,0 +1,1 @@
+"""Seeded, framework-neutral inputs: values by class, shapes, parameters by role, tags."""

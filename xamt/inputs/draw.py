@@ -1,0 +1,214 @@
+"""Draw and mutate cases for a group: shapes, values and parameters by role, all seeded.
+
+Shapes (by how many arrays a group takes): 0-d, empty, size-1, vectors, matrices, high rank
+(up to 6), and broadcast pairs for two or more arrays. Parameters by role: ``axis`` (omitted
+where optional, negative, tuple, out of range), ``keepdims`` both ways where every member takes
+it, scalar roles at their canonical value or at boundaries, defaults omitted as well as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.model import ARRAY_ROLES, SEQUENCE_ROLE, Group
+from xamt.catalog.normalize import scalar_value
+from xamt.inputs.values import draw_array, float_specials
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16
+
+SHAPE_KINDS = ("scalar", "empty", "size-one", "vector", "matrix", "high-rank")
+SHAPE_WEIGHTS = (0.12, 0.08, 0.08, 0.27, 0.3, 0.15)
+FLOAT_GROUP_DTYPES = (
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "int32",
+    "int64",
+    "bool",
+    "complex64",
+)
+INT_GROUP_DTYPES = ("int32", "int64", "int8", "uint8", "int16", "bool", "float32")
+BOOL_GROUP_DTYPES = ("bool", "int32", "float32")
+
+
+def fuzz_dtypes(group: Group) -> tuple[str, ...]:
+    """The dtypes a group is fuzzed with, its validation dtype first."""
+    return {"float32": FLOAT_GROUP_DTYPES, "int32": INT_GROUP_DTYPES}.get(
+        group.dtype, BOOL_GROUP_DTYPES
+    )
+
+
+def array_roles(group: Group) -> list[str]:
+    return [r for r in group.roles if r in ARRAY_ROLES or r == SEQUENCE_ROLE]
+
+
+def draw_shape(rng: np.random.Generator, kind: str) -> tuple[int, ...]:
+    if kind == "scalar":
+        return ()
+    if kind == "empty":
+        return tuple(int(rng.integers(0, 3)) if i else 0 for i in range(int(rng.integers(1, 3))))
+    if kind == "size-one":
+        return (1,) * int(rng.integers(1, 4))
+    if kind == "vector":
+        return (int(rng.integers(2, 8)),)
+    if kind == "matrix":
+        return (int(rng.integers(2, 6)), int(rng.integers(2, 6)))
+    rank = int(rng.integers(4, 7))
+    return tuple(int(rng.integers(1, 4)) for _ in range(rank))
+
+
+def _broadcast_pair(rng: np.random.Generator) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    a, b = int(rng.integers(2, 5)), int(rng.integers(2, 5))
+    return [((a, 1), (1, b)), ((a, b), (b,)), ((a, b), ()), ((1, b), (a, 1, b))][
+        int(rng.integers(0, 4))
+    ]
+
+
+def _axis_values(rng: np.random.Generator, ndim: int, required: bool) -> Any:
+    """An axis parameter: in range, negative, tuple, out of range (or omitted if optional)."""
+    choices: list[Any] = [0, -1, max(ndim - 1, 0)] * 3 + [ndim, -ndim - 1]
+    if ndim >= 2:
+        choices += [(0, 1), (-1, 0)]
+    if not required:
+        choices += [None, None]
+    return choices[int(rng.integers(0, len(choices)))]
+
+
+def _scalar_param(rng: np.random.Generator, role: str, with_arrays: bool) -> Any:
+    """A scalar role's value: mostly its canonical value, sometimes a boundary."""
+    canonical = scalar_value(role, with_arrays)
+    if rng.random() < 0.6 or isinstance(canonical, tuple):
+        return canonical
+    if isinstance(canonical, np.ndarray):  # index arrays: out of range or negative
+        return [
+            canonical,
+            np.array([0, 10**6], canonical.dtype),
+            np.array([-1, 0], canonical.dtype),
+        ][int(rng.integers(0, 3))]
+    if isinstance(canonical, bool):
+        return canonical
+    if isinstance(canonical, int):
+        return [0, -1, canonical + 1, 2**31 - 1][int(rng.integers(0, 4))]
+    return [0.0, -0.0, -1.0, 1e30, float("nan")][int(rng.integers(0, 5))]
+
+
+def common_optional(group: Group) -> set[str]:
+    """Optional roles every member of the group takes (so a value means the same to all)."""
+    sets = [set(m.optional) for m in group.members]
+    return set.intersection(*sets) if sets else set()
+
+
+def draw_case(
+    group: Group,
+    rng: np.random.Generator,
+    dtype: str,
+    value_class: str,
+    apis: dict[str, str],
+    seed: int = 0,
+) -> Case:
+    """A fresh case for ``group``: arrays of ``dtype`` and ``value_class``, parameters by role."""
+    roles = array_roles(group)
+    values: dict[str, Any] = {}
+    n_arrays = 2 if roles == [SEQUENCE_ROLE] else len(roles)
+    if n_arrays >= 2 and rng.random() < 0.25:
+        s1, s2 = _broadcast_pair(rng)
+        shapes = [s1, s2] + [s1] * (n_arrays - 2)
+    else:
+        kind = SHAPE_KINDS[int(rng.choice(len(SHAPE_KINDS), p=SHAPE_WEIGHTS))]
+        shape = draw_shape(rng, kind)
+        shapes = [shape] * n_arrays
+    arrays = [draw_array(rng, s, dtype, value_class) for s in shapes]
+    if roles == [SEQUENCE_ROLE]:
+        values[SEQUENCE_ROLE] = arrays
+    else:
+        values.update(zip(roles, arrays, strict=True))
+    ndim = len(shapes[0]) if shapes else 0
+    with_arrays = n_arrays > 0
+    for role in group.roles:
+        if role == "axis":
+            values["axis"] = _axis_values(rng, ndim, required=True)
+        elif role not in roles:
+            values[role] = _scalar_param(rng, role, with_arrays)
+    optional = common_optional(group)
+    if "axis" in optional and "axis" not in values and rng.random() < 0.3:
+        values["axis"] = _axis_values(rng, ndim, required=False)
+    if "keepdims" in optional and rng.random() < 0.4:
+        values["keepdims"] = bool(rng.integers(0, 2))
+    if values.get("axis", 0) is None:
+        del values["axis"]
+    return Case(
+        group=group.id, dtype=dtype, value_class=value_class, values=values, apis=apis, seed=seed
+    )
+
+
+def mutate(case: Case, group: Group, rng: np.random.Generator) -> Case:
+    """A neighbour of ``case``: one value replaced by a special one, or a parameter changed."""
+    values = dict(case.values)
+    arrays = [
+        r
+        for r in values
+        if isinstance(values[r], np.ndarray | BFloat16) and r in array_roles(group)
+    ]
+    choice = rng.random()
+    if arrays and choice < 0.7:
+        role = arrays[int(rng.integers(0, len(arrays)))]
+        values[role] = _poke(values[role], case.dtype, rng)
+    elif "axis" in values or "axis" in group.roles:
+        ndim = _ndim(values, group)
+        values["axis"] = _axis_values(rng, ndim, required="axis" in group.roles)
+        if values["axis"] is None:
+            del values["axis"]
+    elif "keepdims" in common_optional(group):
+        values["keepdims"] = not values.get("keepdims", False)
+    return Case(
+        group=case.group,
+        dtype=case.dtype,
+        value_class=case.value_class,
+        values=values,
+        apis=case.apis,
+        seed=case.seed,
+    )
+
+
+def _ndim(values: dict[str, Any], group: Group) -> int:
+    for role in array_roles(group):
+        v = values.get(role)
+        if isinstance(v, np.ndarray | BFloat16):
+            return len(v.shape)
+    return 1
+
+
+def _poke(
+    arr: np.ndarray | BFloat16, dtype: str, rng: np.random.Generator
+) -> np.ndarray | BFloat16:
+    """Replace one element by a special value of the dtype."""
+    base = arr.values if isinstance(arr, BFloat16) else arr
+    if base.size == 0:
+        return arr
+    out = base.copy()
+    flat = out.reshape(-1)
+    i = int(rng.integers(0, flat.size))
+    kind = base.dtype.kind
+    if kind == "b":
+        flat[i] = not flat[i]
+    elif kind in "iu":
+        info = np.iinfo(base.dtype)
+        flat[i] = [info.max, info.min, 0, -1 if info.min < 0 else 1][int(rng.integers(0, 4))]
+    else:
+        specials = np.concatenate([float_specials(dtype), [np.nan, np.inf, -np.inf]])
+        with np.errstate(over="ignore", invalid="ignore"):
+            flat[i] = specials[int(rng.integers(0, len(specials)))]
+    return BFloat16(out) if isinstance(arr, BFloat16) else out
+
+
+def pick_apis(group: Group, libraries: Sequence[str], rng: np.random.Generator) -> dict[str, str]:
+    """One member API per library (rotating among a library's aliases)."""
+    by_lib: dict[str, list[str]] = {}
+    for m in group.members:
+        if m.library in libraries:
+            by_lib.setdefault(m.library, []).append(m.api)
+    return {lib: apis[int(rng.integers(0, len(apis)))] for lib, apis in by_lib.items()}

@@ -1,0 +1,178 @@
+"""``input_classes``: tags computed from a concrete case, from a documented vocabulary.
+
+=====================  ===============================================================
+tag                    the case holds...
+=====================  ===============================================================
+nan                    a NaN in an input array (real or imaginary part)
+inf / neg-inf          +inf / -inf in an input array
+neg-zero               -0.0 in a float input array
+subnormal              a nonzero value smaller than the dtype's smallest normal
+zero                   a zero in an input array
+dtype-max / dtype-min  the largest / most negative finite value of the dtype
+int-overflow           an integer at its dtype's max or min (arithmetic can wrap)
+zero-divisor           a zero in the second array of a two-array case
+empty                  an array with a zero-length dimension
+scalar                 a 0-d array
+size-one               an array of size one with at least one dimension
+high-rank              an array of rank 4 or more
+broadcast              arrays of different shapes
+out-of-range-axis      an axis outside [-ndim, ndim)
+negative-axis          a negative axis
+tuple-axis             several axes
+keepdims               keepdims given as True
+out-of-range-index     an index array with values outside the first dimension
+param-boundary         a scalar parameter at a boundary (0, -1, nan, huge) instead of its
+                       canonical value
+param-default          an optional parameter (axis, keepdims) omitted
+=====================  ===============================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.model import Group
+from xamt.catalog.normalize import scalar_value
+from xamt.inputs.draw import array_roles, common_optional
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16
+
+TAGS = (
+    "nan",
+    "inf",
+    "neg-inf",
+    "neg-zero",
+    "subnormal",
+    "zero",
+    "dtype-max",
+    "dtype-min",
+    "int-overflow",
+    "zero-divisor",
+    "empty",
+    "scalar",
+    "size-one",
+    "high-rank",
+    "broadcast",
+    "out-of-range-axis",
+    "negative-axis",
+    "tuple-axis",
+    "keepdims",
+    "out-of-range-index",
+    "param-boundary",
+    "param-default",
+)
+
+
+def _arrays(case: Case, group: Group) -> list[np.ndarray]:
+    out = []
+    for role in array_roles(group):
+        value = case.values.get(role)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, BFloat16):
+                out.append(v.values)
+            elif isinstance(v, np.ndarray):
+                out.append(v)
+    return out
+
+
+def input_classes(case: Case, group: Group) -> list[str]:
+    """The tags of ``case`` (sorted in vocabulary order)."""
+    tags: set[str] = set()
+    arrays = _arrays(case, group)
+    for i, arr in enumerate(arrays):
+        tags |= _value_tags(arr, case.dtype)
+        if arr.ndim == 0:
+            tags.add("scalar")
+        elif arr.size == 0:
+            tags.add("empty")
+        elif arr.size == 1:
+            tags.add("size-one")
+        if arr.ndim >= 4:
+            tags.add("high-rank")
+        if i == 1 and arr.size and np.any(arr == 0):
+            tags.add("zero-divisor")
+    if len({a.shape for a in arrays}) > 1:
+        tags.add("broadcast")
+    ndim = arrays[0].ndim if arrays else 0
+    axis = case.values.get("axis")
+    if axis is not None:
+        axes = axis if isinstance(axis, tuple) else (axis,)
+        if len(axes) > 1:
+            tags.add("tuple-axis")
+        if any(isinstance(a, int) and (a >= max(ndim, 1) or a < -max(ndim, 1)) for a in axes):
+            tags.add("out-of-range-axis")
+        if any(isinstance(a, int) and a < 0 for a in axes):
+            tags.add("negative-axis")
+    optional = common_optional(group)
+    if ("axis" in optional and "axis" not in group.roles and "axis" not in case.values) or (
+        "keepdims" in optional and "keepdims" not in case.values
+    ):
+        tags.add("param-default")
+    if case.values.get("keepdims") is True:
+        tags.add("keepdims")
+    for role in group.roles:
+        if role in array_roles(group) or role == "axis" or role not in case.values:
+            continue
+        value = case.values[role]
+        canonical = scalar_value(role, bool(arrays))
+        if isinstance(value, np.ndarray):
+            if arrays and arrays[0].ndim and np.any((value >= arrays[0].shape[0]) | (value < 0)):
+                tags.add("out-of-range-index")
+        elif not _same(value, canonical):
+            tags.add("param-boundary")
+    return [t for t in TAGS if t in tags]
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) or (a != a and b != b)  # nan == nan here
+    except (TypeError, ValueError):
+        return False
+
+
+def _value_tags(arr: np.ndarray, dtype: str) -> set[str]:
+    tags: set[str] = set()
+    if arr.size == 0:
+        return tags
+    kind = arr.dtype.kind
+    if kind == "b":
+        return tags
+    if kind in "iu":
+        info = np.iinfo(arr.dtype)
+        if np.any(arr == 0):
+            tags.add("zero")
+        if np.any(arr == info.max):
+            tags |= {"dtype-max", "int-overflow"}
+        if info.min < 0 and np.any(arr == info.min):
+            tags |= {"dtype-min", "int-overflow"}
+        return tags
+    parts = [arr.real, arr.imag] if kind == "c" else [arr]
+    for part in parts:
+        if np.any(np.isnan(part)):
+            tags.add("nan")
+        if np.any(part == np.inf):
+            tags.add("inf")
+        if np.any(part == -np.inf):
+            tags.add("neg-inf")
+        zeros = part == 0
+        if np.any(zeros):
+            tags.add("zero")
+            if np.any(np.signbit(part) & zeros):
+                tags.add("neg-zero")
+        finite = part[np.isfinite(part)]
+        if finite.size:
+            if dtype == "bfloat16":
+                tiny, big = 2.0**-126, 3.3895313892515355e38
+            else:
+                fi = np.finfo(part.dtype)
+                tiny, big = float(fi.tiny), float(fi.max)
+            mag = np.abs(finite.astype(np.float64))
+            if np.any((mag > 0) & (mag < tiny)):
+                tags.add("subnormal")
+            if np.any(finite.astype(np.float64) >= big):
+                tags.add("dtype-max")
+            if np.any(finite.astype(np.float64) <= -big):
+                tags.add("dtype-min")
+    return tags

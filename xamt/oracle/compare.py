@@ -1,0 +1,799 @@
+"""The oracles: what is wrong in one case's outcomes, and how much the libraries disagree.
+
+:func:`compare` turns the outcomes of one case (library name -> :class:`~xamt.types.Outcome`)
+into :class:`~xamt.types.Discrepancy` records, one per kind at most, in the order of
+:data:`~xamt.types.DISCREPANCY_KINDS`:
+
+1. ``crash``, ``hang``, ``resource``: every library with that status is odd.
+2. ``status``: some libraries raised while others returned; the minority side is odd (on a
+   tie, the side that raised). The libraries that returned are then compared among themselves.
+3. Output kinds, among the libraries that returned: ``shape`` (structure or shape), then per
+   leaf ``dtype``, ``nan`` (NaN masks), ``inf`` (inf masks with sign), ``signed-zero`` (both
+   zero, sign bits differ; floats only) and ``value`` (finite positions beyond the dtype's
+   ``(rtol, atol)`` from :mod:`xamt.oracle.tolerance`; integers and bool exact).
+
+For every output kind the libraries are partitioned into classes of mutually agreeing outputs;
+the largest class is the majority and every other library is odd. A tie between the largest
+classes is broken by a float64 ``reference`` outcome when one is given (the class that agrees
+with it wins); otherwise the class met first, in the order of ``outcomes``, wins.
+
+:func:`divergence` scores the same facts continuously in ``[0, 1]`` for variance-guided fuzzing.
+
+Note:
+    Masks are compared before values, and values only where both sides are finite, so a NaN
+    is never also a value mismatch. Values are never judged on relative error alone near zero:
+    ``atol`` guards there. A dtype difference (a promotion) is its own kind: float32 against
+    float64 holding the same numbers is a ``dtype`` finding and nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property, partial
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from xamt.oracle.signature import headline
+from xamt.oracle.tolerance import TOLERANCE
+from xamt.types import Discrepancy, Outcome
+from xamt.workers.protocol import BFloat16, Opaque
+
+# Outcomes that say nothing about the operation itself: they are left out of every comparison.
+IGNORED_STATUSES = frozenset({"unsupported", "unknown-api", "bad-request"})
+# Statuses that are discrepancies on their own, whatever the other libraries did.
+FATAL_KINDS = ("crash", "hang", "resource")
+# The per-leaf checks, in reporting order (``shape`` and ``dtype`` come before them).
+LEAF_CHECKS = ("nan", "inf", "signed-zero", "value")
+
+# Weights of :func:`divergence`: the score of a case is the largest weight that applies, scaled
+# for masks by the fraction of differing positions and for values by the squashed spread.
+DIVERGENCE_WEIGHTS: dict[str, float] = {
+    "crash": 1.0,
+    "hang": 1.0,
+    "resource": 1.0,
+    "status": 0.8,
+    "shape": 0.7,
+    "nan": 0.6,
+    "inf": 0.6,
+    "value": 0.6,
+    "dtype": 0.4,
+    "signed-zero": 0.35,
+}
+
+# Largest (rows x rows x size) temporary for comparing every pair of outputs at once.
+PAIRWISE_LIMIT = 1 << 16
+
+
+# --------------------------------------------------------------------------------------------
+# Value trees -> leaves
+
+
+class _Leaf(NamedTuple):
+    """One leaf of an output tree: a numeric array, or a token for anything else."""
+
+    dtype: str  # xamt dtype name; "<type>" for a non-numeric leaf
+    array: np.ndarray | None = None  # bfloat16 as its exact float32 values
+    token: tuple[str, str] | None = None  # (type, repr) of a non-numeric leaf
+
+
+class _Flat(NamedTuple):
+    """An output tree flattened: its layout (structure and shapes) and its leaves in order."""
+
+    layout: str  # e.g. "([2, 3], obj)"; tuples and lists are both sequences
+    leaves: tuple[_Leaf, ...]
+    dtypes: tuple[str, ...]
+
+
+def _flatten(value: Any) -> _Flat:
+    if type(value) is np.ndarray:  # the common case, short-cut
+        name = _NAME_OF.get(value.dtype)
+        if name is not None:
+            return _Flat(str(list(value.shape)), (_Leaf(name, value),), (name,))
+    leaves: list[_Leaf] = []
+    layout = _walk(value, leaves)
+    return _Flat(layout=layout, leaves=tuple(leaves), dtypes=tuple(leaf.dtype for leaf in leaves))
+
+
+def _identical(flats: Sequence[_Flat]) -> bool:
+    """Whether every output is bit for bit the first one (the common, cheap case)."""
+    first = flats[0]
+    for flat in flats[1:]:
+        if flat.layout != first.layout or flat.dtypes != first.dtypes:
+            return False
+        for a, b in zip(flat.leaves, first.leaves, strict=True):
+            if a.array is None or b.array is None:
+                if a.token != b.token:
+                    return False
+            elif a.array.tobytes() != b.array.tobytes():
+                return False
+    return True
+
+
+def _walk(value: Any, leaves: list[_Leaf]) -> str:
+    if isinstance(value, tuple | list):
+        inner = ", ".join([_walk(v, leaves) for v in value])
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
+        return "{" + ", ".join([f"{k!r}: {_walk(v, leaves)}" for k, v in items]) + "}"
+    leaf = _leaf(value)
+    leaves.append(leaf)
+    if leaf.array is None:
+        return "None" if value is None else "obj"
+    return str(list(leaf.array.shape))
+
+
+def _token(type_name: str, text: str) -> _Leaf:
+    return _Leaf(dtype=f"<{type_name}>", token=(type_name, text))
+
+
+# numpy dtype -> xamt dtype name (``dtype.name`` is slow, and this runs for every leaf).
+_NAME_OF: dict[np.dtype[Any], str] = {np.dtype(n): n for n in TOLERANCE if n != "bfloat16"}
+
+
+def _leaf(value: Any) -> _Leaf:
+    if isinstance(value, np.ndarray | np.generic):
+        arr = np.asarray(value)
+        name = _NAME_OF.get(arr.dtype)
+        if name is not None:
+            return _Leaf(dtype=name, array=arr)
+        if arr.dtype.name in TOLERANCE:  # another byte order
+            return _Leaf(dtype=arr.dtype.name, array=arr.astype(arr.dtype.newbyteorder("=")))
+        return _token(f"ndarray[{arr.dtype.name}]", repr(arr.tolist()))
+    if isinstance(value, BFloat16):
+        return _Leaf(dtype="bfloat16", array=np.asarray(value.values, dtype=np.float32))
+    if isinstance(value, bool):
+        return _Leaf(dtype="bool", array=np.array(value))
+    if isinstance(value, int):
+        for dtype in (np.int64, np.uint64):
+            try:
+                return _Leaf(dtype=np.dtype(dtype).name, array=np.array(value, dtype=dtype))
+            except OverflowError:
+                continue
+        return _token("int", repr(value))
+    if isinstance(value, float):
+        return _Leaf(dtype="float64", array=np.array(value, dtype=np.float64))
+    if isinstance(value, complex):
+        return _Leaf(dtype="complex128", array=np.array(value, dtype=np.complex128))
+    if isinstance(value, Opaque):
+        return _token(value.type, value.repr)
+    if value is None:
+        return _token("None", "None")
+    return _token(type(value).__name__, repr(value))
+
+
+# --------------------------------------------------------------------------------------------
+# One leaf position across libraries
+
+
+class _Stack:
+    """One numeric leaf position across rows (libraries, then the reference if any).
+
+    Values are stacked as ``(rows, size)``: exactly (uint64 bits and sign) when every row is
+    bool or integer, else in float64 (complex128 if any row is complex). Masks are computed
+    on demand, on components (a complex number is two floats).
+    """
+
+    def __init__(self, leaves: Sequence[_Leaf], libs: int) -> None:
+        arrays = [leaf.array for leaf in leaves if leaf.array is not None]
+        assert len(arrays) == len(leaves), "a numeric position holds arrays only"
+        self.libs = libs  # rows before this are libraries; a row after them is the reference
+        self.size = arrays[0].size
+        kinds = {a.dtype.kind for a in arrays}
+        tols = [TOLERANCE[leaf.dtype] for leaf in leaves]
+        self.rtol = np.array([t[0] for t in tols])
+        self.atol = np.array([t[1] for t in tols])
+        self.is_float = np.array([a.dtype.kind in "fc" for a in arrays])
+        self.exact = kinds <= {"b", "i", "u"}
+        self.complex = "c" in kinds
+        self._arrays = [a.reshape(self.size) for a in arrays]
+
+    @cached_property
+    def values(self) -> np.ndarray:
+        dtype = np.complex128 if self.complex else np.float64
+        return np.stack(self._arrays).astype(dtype, copy=False)
+
+    @cached_property
+    def bits(self) -> np.ndarray:
+        return np.stack([a.astype(np.uint64) for a in self._arrays])
+
+    @cached_property
+    def negative(self) -> np.ndarray:
+        return np.stack([a < 0 for a in self._arrays])
+
+    @cached_property
+    def parts(self) -> np.ndarray:
+        """Real components: the values, or (re, im) pairs side by side for complex."""
+        return self.values.view(np.float64) if self.complex else self.values
+
+    @cached_property
+    def finite(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    @cached_property
+    def all_finite(self) -> bool:
+        return bool(self.finite.all())
+
+    @cached_property
+    def any_zero(self) -> bool:
+        return bool(self.zero.any())
+
+    @cached_property
+    def nan(self) -> np.ndarray:
+        return np.isnan(self.parts)
+
+    @cached_property
+    def posinf(self) -> np.ndarray:
+        return self.parts == np.inf
+
+    @cached_property
+    def neginf(self) -> np.ndarray:
+        return self.parts == -np.inf
+
+    @cached_property
+    def zero(self) -> np.ndarray:
+        return self.parts == 0
+
+    @cached_property
+    def sign(self) -> np.ndarray:
+        return np.signbit(self.parts)
+
+    def quiet(self, check: str) -> bool:
+        """Whether no two rows can disagree on a mask ``check`` (no NaN, inf or zero at all)."""
+        if self.exact:
+            return True
+        if check == "signed-zero":
+            return not self.any_zero
+        return self.all_finite
+
+    def mismatch(self, check: str, r: int) -> np.ndarray | None:
+        """Positions where each row disagrees with row ``r`` on ``check``; None: none can."""
+        if check == "value":
+            return self._value_mismatch(r)
+        if self.exact or (check != "signed-zero" and self.all_finite):
+            return None
+        if check == "nan":
+            return self.nan != self.nan[r]
+        if check == "inf":
+            return (self.posinf != self.posinf[r]) | (self.neginf != self.neginf[r])
+        if check == "signed-zero":
+            if not self.any_zero:
+                return None
+            both_float = (self.is_float & self.is_float[r])[:, None]
+            return self.zero & self.zero[r] & (self.sign != self.sign[r]) & both_float
+        raise ValueError(f"unknown check {check!r}")
+
+    def _value_mismatch(self, r: int) -> np.ndarray:
+        if self.exact:
+            return (self.bits != self.bits[r]) | (self.negative != self.negative[r])
+        a = self.values
+        b = a[r]
+        rtol = np.maximum(self.rtol, self.rtol[r])[:, None]
+        atol = np.maximum(self.atol, self.atol[r])[:, None]
+        with np.errstate(all="ignore"):
+            limit = atol + rtol * np.maximum(np.abs(a), np.abs(b))
+            return (np.abs(a - b) > limit) & self.finite & self.finite[r]
+
+    def conflicts(self, check: str) -> np.ndarray:
+        """``(rows, rows)``: whether two rows disagree on ``check`` anywhere (all pairs at
+        once when the pairwise temporaries are small, else row by row)."""
+        rows = len(self.rtol)
+        if rows * rows * self.size > PAIRWISE_LIMIT:
+            found = [self.mismatch(check, r) for r in range(rows)]
+            if any(bad is None for bad in found):
+                return np.zeros((rows, rows), dtype=bool)
+            return np.stack([bad.any(axis=1) for bad in found if bad is not None])
+        if check == "signed-zero":
+            zero, sign = self.zero, self.sign
+            both = np.logical_and.outer(self.is_float, self.is_float)[..., None]
+            bad = zero[:, None] & zero[None] & (sign[:, None] != sign[None]) & both
+        elif check != "value":
+            raise ValueError(f"pairwise conflicts are for value and signed-zero, not {check!r}")
+        elif self.exact:
+            bits, neg = self.bits, self.negative
+            bad = (bits[:, None] != bits[None]) | (neg[:, None] != neg[None])
+        else:
+            a, fin = self.values, self.finite
+            rtol = np.maximum.outer(self.rtol, self.rtol)[..., None]
+            atol = np.maximum.outer(self.atol, self.atol)[..., None]
+            with np.errstate(all="ignore"):
+                mag = np.abs(a)
+                limit = atol + rtol * np.maximum(mag[:, None], mag[None])
+                bad = (np.abs(a[:, None] - a[None]) > limit) & fin[:, None] & fin[None]
+        return bad.any(axis=2)
+
+    def signed_zero_split(self) -> bool:
+        """Whether two float library rows hold 0.0 and -0.0 at the same position."""
+        if self.exact or not self.any_zero:
+            return False
+        floats = self.is_float[: self.libs, None]
+        zero, sign = self.zero[: self.libs] & floats, self.sign[: self.libs]
+        return bool(((zero & sign).any(axis=0) & (zero & ~sign).any(axis=0)).any())
+
+    def values_surely_agree(self) -> bool:
+        """A cheap sufficient test that every pair of library rows agrees on values.
+
+        The spread of a column bounds every pair's difference, and the tightest pair limit is
+        at least the smallest tolerance applied to the smallest magnitude.
+        """
+        if self.exact:
+            return not bool(self._value_mismatch(0)[: self.libs].any())
+        if self.complex:
+            return False
+        a = self.values[: self.libs]
+        fin = self.finite[: self.libs]
+        with np.errstate(all="ignore"):
+            if fin.all():
+                spread = a.max(axis=0) - a.min(axis=0)
+                small = np.abs(a).min(axis=0)
+                bound = self.atol[: self.libs].min() + self.rtol[: self.libs].min() * small
+                return bool((spread <= bound).all())
+            hi = np.max(a, axis=0, where=fin, initial=-np.inf)
+            lo = np.min(a, axis=0, where=fin, initial=np.inf)
+            small = np.min(np.abs(a), axis=0, where=fin, initial=np.inf)
+            bound = self.atol[: self.libs].min() + self.rtol[: self.libs].min() * small
+            return bool(((hi - lo <= bound) | (fin.sum(axis=0) < 2)).all())
+
+    def divergence(self) -> float:
+        """This leaf's share of :func:`divergence` (rows are libraries only)."""
+        if self.size == 0:
+            return 0.0
+        score = 0.0
+        if self.exact:
+            if not self._value_mismatch(0).any():
+                return 0.0
+            spread = float((self.values.max(axis=0) - self.values.min(axis=0)).max())
+            # One integer step is 1 (and huge int64 may round together in float64).
+            return DIVERGENCE_WEIGHTS["value"] * _squash(max(spread, 1.0))
+        if not self.all_finite:
+            for kind, masks in (("nan", (self.nan,)), ("inf", (self.posinf, self.neginf))):
+                split = np.zeros(self.parts.shape[1], dtype=bool)
+                for mask in masks:
+                    split |= mask.any(axis=0) & ~mask.all(axis=0)
+                if split.any():
+                    weight = DIVERGENCE_WEIGHTS[kind] * (0.75 + 0.25 * float(split.mean()))
+                    score = max(score, weight)
+        if self.any_zero and self.is_float.all():
+            sign = self.sign
+            if (self.zero.all(axis=0) & sign.any(axis=0) & ~sign.all(axis=0)).any():
+                score = max(score, DIVERGENCE_WEIGHTS["signed-zero"])
+        a = self.values
+        rtol, atol = float(self.rtol.max()), float(self.atol.max())
+        with np.errstate(all="ignore"):
+            if self.complex:
+                spread = np.abs(a - a[0]).max(axis=0)
+            else:
+                spread = a.max(axis=0) - a.min(axis=0)
+            ratio = spread / (atol + rtol * np.abs(a).max(axis=0))
+        if not self.all_finite:
+            ratio = ratio[self.finite.all(axis=0)]
+        worst = float(ratio.max()) if ratio.size else 0.0
+        return max(score, DIVERGENCE_WEIGHTS["value"] * _squash(worst))
+
+
+def _squash(x: float) -> float:
+    """Map [0, inf] onto [0, 1): x / (1 + x)."""
+    if math.isnan(x) or x <= 0:
+        return 0.0
+    if math.isinf(x):
+        return 1.0
+    return x / (1.0 + x)
+
+
+# --------------------------------------------------------------------------------------------
+# Partitions into agreeing classes
+
+
+class _Class(NamedTuple):
+    members: tuple[int, ...]  # row indices, ascending
+    ref: bool | None  # whether the class agrees with the reference; None: no reference
+
+
+def _group(keys: Sequence[Hashable], ref_key: Hashable | None = None) -> list[_Class]:
+    """Classes of equal keys, in order of first appearance."""
+    found: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(keys):
+        found.setdefault(key, []).append(i)
+    return [
+        _Class(members=tuple(m), ref=None if ref_key is None else key == ref_key)
+        for key, m in found.items()
+    ]
+
+
+def _resolve(classes: Sequence[_Class]) -> tuple[_Class, list[_Class], str]:
+    """The majority class, the odd classes (in order) and a note on how a tie was broken."""
+    top = max(len(c.members) for c in classes)
+    tied = [c for c in classes if len(c.members) == top]
+    winner, note = tied[0], ""
+    if len(tied) > 1:
+        agreeing = [c for c in tied if c.ref]
+        if len(agreeing) == 1:
+            winner, note = agreeing[0], " (tie broken by the float64 reference)"
+        else:
+            note = " (tie without a deciding reference: the first class is kept)"
+    return winner, [c for c in classes if c is not winner], note
+
+
+class _Rows:
+    """The leaves of the compared libraries (and of the reference, as a last row)."""
+
+    def __init__(self, flats: Sequence[_Flat], has_ref: bool) -> None:
+        self.libs = len(flats) - (1 if has_ref else 0)
+        self.has_ref = has_ref
+        self.stacks: list[_Stack] = []
+        self.tokens: list[list[tuple[str, str]]] = []
+        for position in zip(*(f.leaves for f in flats), strict=True):
+            if position[0].array is not None:
+                self.stacks.append(_Stack(position, self.libs))
+            else:
+                self.tokens.append([leaf.token or ("", "") for leaf in position])
+
+    def agree(self, check: str, r: int) -> np.ndarray:
+        """Which rows agree with row ``r`` on ``check``, over every leaf."""
+        ok = np.ones(self.libs + self.has_ref, dtype=bool)
+        for stack in self.stacks:
+            bad = stack.mismatch(check, r)
+            if bad is not None:
+                ok &= ~bad.any(axis=1)
+        if check == "value":
+            for tokens in self.tokens:
+                ok &= np.array([t == tokens[r] for t in tokens])
+        return ok
+
+    def partition(self, check: str) -> list[_Class] | None:
+        """Classes of libraries agreeing on ``check``; None when all of them agree."""
+        if check == "value":
+            if all(s.values_surely_agree() for s in self.stacks) and all(
+                t == tokens[0] for tokens in self.tokens for t in tokens[: self.libs]
+            ):
+                return None
+            return self._cliques(check)
+        if all(s.quiet(check) for s in self.stacks):
+            return None
+        if check == "signed-zero":
+            if not any(s.signed_zero_split() for s in self.stacks):
+                return None
+            return self._cliques(check)
+        first = self.agree(check, 0)
+        # Mask agreement is an equivalence: greedy classes are the equivalence classes.
+        return None if first[: self.libs].all() else self._classes_exact(check, first)
+
+    def conflicts(self, check: str) -> np.ndarray:
+        """``(rows, rows)``: whether two rows disagree on ``check`` anywhere."""
+        rows = self.libs + self.has_ref
+        conflicts = np.zeros((rows, rows), dtype=bool)
+        for stack in self.stacks:
+            conflicts |= stack.conflicts(check)
+        if check == "value":
+            for tokens in self.tokens:
+                conflicts |= np.array([[a != b for b in tokens] for a in tokens])
+        return conflicts
+
+    def _ref(self, agree: np.ndarray) -> bool | None:
+        return bool(agree[self.libs]) if self.has_ref else None
+
+    def _classes_exact(self, check: str, first: np.ndarray) -> list[_Class]:
+        classes: list[_Class] = []
+        unassigned = np.ones(self.libs, dtype=bool)
+        agree = first
+        while True:
+            rep = int(np.argmax(unassigned))
+            if classes:
+                agree = self.agree(check, rep)
+            members = agree[: self.libs] & unassigned
+            members[rep] = True
+            classes.append(
+                _Class(members=tuple(int(i) for i in np.flatnonzero(members)), ref=self._ref(agree))
+            )
+            unassigned &= ~members
+            if not unassigned.any():
+                return classes
+
+    def _cliques(self, check: str) -> list[_Class] | None:
+        """Classes when agreement is not transitive (tolerance; a zero's sign, which only
+        matters where both are zero): cliques of mutual agreement, best connected first."""
+        n = self.libs
+        full = ~self.conflicts(check)
+        pair = full[:n, :n]
+        if pair.all():
+            return None
+        agree: list[list[bool]] = pair.tolist()  # a handful of libraries: plain Python
+        refs: list[bool] = full[:, n].tolist() if self.has_ref else []
+        classes: list[_Class] = []
+        left = set(range(n))
+        while left:
+            degree = {i: sum(agree[i][j] for j in left) for i in left}
+            rep = min(left, key=lambda i: (-degree[i], i))  # the best connected, then the first
+            members = [rep]
+            for j in sorted(left - {rep}, key=lambda i: (-degree[i], i)):
+                if all(agree[j][k] for k in members):
+                    members.append(j)
+            ref = refs[rep] if refs else None
+            classes.append(_Class(members=tuple(sorted(members)), ref=ref))
+            left -= set(members)
+        return sorted(classes, key=lambda c: c.members[0])
+
+    def explain(self, check: str, odd_class: _Class, major_class: _Class, who: _Who) -> str:
+        """One line about the first odd library against the majority on a per-leaf check."""
+        odd = odd_class.members[0]
+        agree = self.agree(check, odd)  # show a majority library that this one disagrees with
+        major = next((m for m in major_class.members if not agree[m]), major_class.members[0])
+        first = second = 0
+        example = ""
+        for stack in self.stacks:
+            if check == "value":
+                bad = stack.mismatch("value", major)
+                if bad is None or not bad[odd].any():
+                    continue
+                first += int(bad[odd].sum())
+                if not example:
+                    i = int(np.argmax(bad[odd]))
+                    vals = stack._arrays if stack.exact else stack.values
+                    example = f"{_fmt(vals[odd][i])} vs {_fmt(vals[major][i])}"
+            elif stack.exact:
+                continue
+            elif check == "nan":
+                first += int((stack.nan[odd] & ~stack.nan[major]).sum())
+                second += int((stack.nan[major] & ~stack.nan[odd]).sum())
+            elif check == "inf":
+                bad = stack.mismatch("inf", major)
+                if bad is not None and bad[odd].any():
+                    first += int(bad[odd].sum())
+                    if not example:
+                        i = int(np.argmax(bad[odd]))
+                        example = f"{_fmt(stack.parts[odd][i])} vs {_fmt(stack.parts[major][i])}"
+            elif check == "signed-zero":
+                both = stack.zero[odd] & stack.zero[major]
+                first += int((both & stack.sign[odd] & ~stack.sign[major]).sum())
+                second += int((both & stack.sign[major] & ~stack.sign[odd]).sum())
+        if check == "value":
+            for tokens in self.tokens:
+                if tokens[odd] != tokens[major]:
+                    first += 1
+                    if not example:
+                        example = f"{_short(tokens[odd][1])} vs {_short(tokens[major][1])}"
+        o, m, oh, mh = who.odd, who.major, who.odd_has, who.major_has
+        if check == "nan":
+            parts = [
+                f"{o} {oh} NaN at {_n(first)} where {m} {mh} none" if first else "",
+                f"{m} {mh} NaN at {_n(second)} where {o} {oh} none" if second else "",
+            ]
+        elif check == "signed-zero":
+            parts = [
+                f"{o} {oh} -0.0 where {m} {mh} 0.0 at {_n(first)}" if first else "",
+                f"{o} {oh} 0.0 where {m} {mh} -0.0 at {_n(second)}" if second else "",
+            ]
+        else:
+            parts = [f"{o} {who.odd_differs} from {m} at {_n(first)} (e.g. {example})"]
+        return f"{_TITLES[check]}: " + "; ".join(p for p in parts if p)
+
+
+_TITLES = {"nan": "nan mask", "inf": "inf mask", "signed-zero": "signed zero", "value": "value"}
+
+
+@dataclass(frozen=True)
+class _Who:
+    """The names of the first odd class and of the majority, with verbs that agree."""
+
+    odd: str
+    major: str
+    odd_has: str
+    major_has: str
+    odd_differs: str
+
+    @classmethod
+    def of(cls, libs: Sequence[str], odd: _Class, major: _Class) -> _Who:
+        single_odd, single_major = len(odd.members) == 1, len(major.members) == 1
+        return cls(
+            odd=", ".join(libs[i] for i in odd.members),
+            major=", ".join(libs[i] for i in major.members),
+            odd_has="has" if single_odd else "have",
+            major_has="has" if single_major else "have",
+            odd_differs="differs" if single_odd else "differ",
+        )
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, complex | np.complexfloating):
+        return f"{complex(x):.6g}"
+    if isinstance(x, float | np.floating):
+        x = float(x)
+        return repr(x) if not math.isfinite(x) or x == 0 else f"{x:.7g}"
+    return str(x)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _n(count: int) -> str:
+    return f"{count} position" + ("" if count == 1 else "s")
+
+
+def _finding(
+    kind: str,
+    libs: Sequence[str],
+    classes: Sequence[_Class],
+    explain: Callable[[_Class, _Class, _Who], str],
+) -> Discrepancy:
+    """A Discrepancy naming every library outside the majority class."""
+    major, odd_classes, note = _resolve(classes)
+    odd = sorted(libs[i] for c in odd_classes for i in c.members)
+    text = explain(odd_classes[0], major, _Who.of(libs, odd_classes[0], major))
+    others = [libs[i] for c in odd_classes[1:] for i in c.members]
+    also = f" (also odd: {', '.join(others)})" if others else ""
+    return Discrepancy(kind=kind, odd=tuple(odd), detail=f"{text}{also}{note}")
+
+
+# --------------------------------------------------------------------------------------------
+# Public functions
+
+
+def compare(
+    outcomes: Mapping[str, Outcome], *, reference: Outcome | None = None
+) -> list[Discrepancy]:
+    """Return the discrepancies among one case's outcomes, one per kind at most.
+
+    Args:
+        outcomes: library name -> what it did with the case; this order breaks ties.
+        reference: an optional float64 reference outcome (e.g. numpy on upcast inputs); when
+            it returned, it decides ties between equally large classes of agreeing libraries.
+
+    Returns:
+        Discrepancies in the order of :data:`xamt.types.DISCREPANCY_KINDS`, ``odd`` sorted.
+    """
+    live = {lib: o for lib, o in outcomes.items() if o.status not in IGNORED_STATUSES}
+    found: list[Discrepancy] = []
+    for kind in FATAL_KINDS:
+        odd = sorted(lib for lib, o in live.items() if o.status == kind)
+        if odd:
+            found.append(_fatal(kind, odd, live))
+    returned = [lib for lib, o in live.items() if o.status == "ok"]
+    raised = [lib for lib, o in live.items() if o.status == "error"]
+    if returned and raised:
+        found.append(_status(returned, raised, live))
+    if len(returned) >= 2:
+        ref = None
+        if reference is not None and reference.status == "ok":
+            ref = _flatten(reference.value)
+        found.extend(_compare_returned(returned, [live[lib].value for lib in returned], ref))
+    return found
+
+
+def _status(returned: list[str], raised: list[str], live: Mapping[str, Outcome]) -> Discrepancy:
+    """The minority side is odd; on a tie, the side that raised."""
+    odd_raised = len(raised) <= len(returned)
+    odd, major = (raised, returned) if odd_raised else (returned, raised)
+    error = _error_text(live[sorted(odd)[0]]) if odd_raised else ""
+    verbs = ("raised", "returned") if odd_raised else ("returned", "raised")
+    detail = f"status: {', '.join(odd)} {verbs[0]} where {', '.join(major)} {verbs[1]}"
+    if error:
+        detail += f" ({_short(error, 120)})"
+    return Discrepancy(kind="status", odd=tuple(sorted(odd)), detail=detail, error=error)
+
+
+def _fatal(kind: str, odd: list[str], live: Mapping[str, Outcome]) -> Discrepancy:
+    names = ", ".join(odd)
+    if kind == "crash":
+        first = live[odd[0]]
+        error = first.signal or (f"exit {first.exit_code}" if first.exit_code is not None else "")
+        how = f" ({error})" if error else ""
+        return Discrepancy(kind=kind, odd=tuple(odd), detail=f"{names} crashed{how}", error=error)
+    if kind == "hang":
+        return Discrepancy(kind=kind, odd=tuple(odd), detail=f"{names} missed the deadline")
+    return Discrepancy(kind=kind, odd=tuple(odd), detail=f"{names} exceeded the memory cap")
+
+
+def _error_text(outcome: Outcome) -> str:
+    """``"<ExceptionType>: <first line of the message>"`` of an outcome that raised.
+
+    The first line is the first informative one (see :func:`xamt.oracle.signature.headline`).
+    """
+    if outcome.error is None:
+        return headline(outcome.detail)
+    line = headline(outcome.error.message)
+    return f"{outcome.error.type}: {line}" if line else outcome.error.type
+
+
+def _compare_returned(libs: list[str], values: list[Any], ref: _Flat | None) -> list[Discrepancy]:
+    """The output kinds among libraries that returned (``ref``: the flattened reference)."""
+    found: list[Discrepancy] = []
+    flats = [_flatten(v) for v in values]
+    if _identical(flats):
+        return found
+
+    # Shape: the layouts (structure and shapes) must match; go on with the majority.
+    layouts = [f.layout for f in flats]
+    if any(layout != layouts[0] for layout in layouts):
+        classes = _group(layouts, None if ref is None else ref.layout)
+        found.append(
+            _finding(
+                "shape",
+                libs,
+                classes,
+                lambda o, m, who: (
+                    f"shape: {who.odd} returned {layouts[o.members[0]]} "
+                    f"where {who.major} returned {layouts[m.members[0]]}"
+                ),
+            )
+        )
+        major = _resolve(classes)[0].members
+        libs = [libs[i] for i in major]
+        flats = [flats[i] for i in major]
+        if len(libs) < 2:
+            return found
+
+    # Dtype: a promotion difference (the reference, float64 by construction, has no say).
+    dtypes = [f.dtypes for f in flats]
+    if any(d != dtypes[0] for d in dtypes):
+        found.append(
+            _finding(
+                "dtype",
+                libs,
+                _group(dtypes),
+                lambda o, m, who: (
+                    f"dtype: {who.odd} returned {_dtypes(dtypes[o.members[0]])} "
+                    f"where {who.major} returned {_dtypes(dtypes[m.members[0]])}"
+                ),
+            )
+        )
+
+    if ref is not None and ref.layout != flats[0].layout:
+        ref = None  # a reference of another shape cannot break ties
+    rows = _Rows(flats if ref is None else [*flats, ref], has_ref=ref is not None)
+    for check in LEAF_CHECKS:
+        leaf_classes = rows.partition(check)
+        if leaf_classes is not None:
+            found.append(_finding(check, libs, leaf_classes, partial(rows.explain, check)))
+    return found
+
+
+def _dtypes(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+
+
+def divergence(outcomes: Mapping[str, Outcome]) -> float:
+    """Score in ``[0, 1]`` how much the libraries disagree on one case; 0 when all agree.
+
+    1.0 for a crash, hang or resource outcome, 0.8 for a status split, 0.7 for a shape
+    mismatch; otherwise the largest of: 0.4 for a dtype difference, 0.35 for a signed-zero
+    difference, up to 0.6 for NaN/inf mask differences (by the fraction of positions), and
+    ``0.6 * x / (1 + x)`` for values, where ``x`` is the largest spread across libraries at a
+    finite position divided by its tolerance (for integers, by one). Values inside tolerance
+    still score a little, so the schedule can climb toward a mismatch.
+    """
+    live = [o for o in outcomes.values() if o.status not in IGNORED_STATUSES]
+    if any(o.status in FATAL_KINDS for o in live):
+        return 1.0
+    returned = [o for o in live if o.status == "ok"]
+    if returned and any(o.status == "error" for o in live):
+        return DIVERGENCE_WEIGHTS["status"]
+    if len(returned) < 2:
+        return 0.0
+    flats = [_flatten(o.value) for o in returned]
+    if _identical(flats):
+        return 0.0
+    if any(f.layout != flats[0].layout for f in flats):
+        return DIVERGENCE_WEIGHTS["shape"]
+    score = DIVERGENCE_WEIGHTS["dtype"] if any(f.dtypes != flats[0].dtypes for f in flats) else 0.0
+    for position in zip(*(f.leaves for f in flats), strict=True):
+        if position[0].array is None:
+            if any(leaf.token != position[0].token for leaf in position):
+                score = max(score, DIVERGENCE_WEIGHTS["value"] / 2)
+            continue
+        score = max(score, _Stack(position, len(position)).divergence())
+    return min(1.0, score)
+
+
+__all__ = [
+    "DIVERGENCE_WEIGHTS",
+    "FATAL_KINDS",
+    "IGNORED_STATUSES",
+    "LEAF_CHECKS",
+    "compare",
+    "divergence",
+]
