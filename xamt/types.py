@@ -53,7 +53,8 @@ class Outcome:
     error: ErrorInfo | None = None
     signal: str | None = None
     exit_code: int | None = None
-    seconds: float | None = None
+    seconds: float | None = None  # wall time of the call and conversions, in the worker
+    cpu: float | None = None  # the worker's CPU time for the same (excludes waiting for a core)
     detail: str = ""
 
     @property

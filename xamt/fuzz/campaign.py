@@ -10,6 +10,7 @@ become findings only once they reproduce in fresh workers (:mod:`xamt.fuzz.repro
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from collections import Counter
@@ -261,6 +262,7 @@ class Campaign:
             found = compare(outs, reference=ref)
             score = divergence(outs)
             novel = False
+            repeats = 0  # how often this case's discrepancies were seen before
             if found:
                 group = self.groups[case.group]
                 tags = input_classes(case, group)
@@ -275,6 +277,7 @@ class Campaign:
                     )
                     count = self.state.seen.get(sig, 0)
                     novel |= count == 0
+                    repeats = max(repeats, count)
                     self.state.seen[sig] = count + 1
                     if count == 0:
                         self.state.kinds[d.kind] += 1
@@ -289,7 +292,9 @@ class Campaign:
                                 payload=candidate_payload(case, d, key, tags, outs),
                             )
                         )
-            reward = score + (NOVELTY_BONUS if novel else 0.0)
+            # A discrepancy seen again is worth less each time: a crash found once should not
+            # keep drawing the budget (and restarting a worker) forever.
+            reward = score / math.sqrt(1 + repeats) + (NOVELTY_BONUS if novel else 0.0)
             self.schedule.update(pick, reward, case_to_jsonable(case) if score > 0 else None)
             case_records.append(
                 CaseRecord(

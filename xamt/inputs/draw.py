@@ -46,26 +46,26 @@ def array_roles(group: Group) -> list[str]:
     return [r for r in group.roles if r in ARRAY_ROLES or r == SEQUENCE_ROLE]
 
 
+# A small menu of shapes per kind: libraries that compile per shape (jax, tensorflow's
+# functions) hit their caches instead of recompiling for every case.
+SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
+    "scalar": ((),),
+    "empty": ((0,), (0, 3), (2, 0)),
+    "size-one": ((1,), (1, 1), (1, 1, 1)),
+    "vector": ((3,), (5,), (8,)),
+    "matrix": ((2, 3), (4, 4), (3, 5)),
+    "high-rank": ((2, 1, 3, 2), (1, 2, 1, 2, 2), (2, 1, 2, 1, 2, 1)),
+}
+
+
 def draw_shape(rng: np.random.Generator, kind: str) -> tuple[int, ...]:
-    if kind == "scalar":
-        return ()
-    if kind == "empty":
-        return tuple(int(rng.integers(0, 3)) if i else 0 for i in range(int(rng.integers(1, 3))))
-    if kind == "size-one":
-        return (1,) * int(rng.integers(1, 4))
-    if kind == "vector":
-        return (int(rng.integers(2, 8)),)
-    if kind == "matrix":
-        return (int(rng.integers(2, 6)), int(rng.integers(2, 6)))
-    rank = int(rng.integers(4, 7))
-    return tuple(int(rng.integers(1, 4)) for _ in range(rank))
+    menu = SHAPES[kind]
+    return menu[int(rng.integers(0, len(menu)))]
 
 
 def _broadcast_pair(rng: np.random.Generator) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    a, b = int(rng.integers(2, 5)), int(rng.integers(2, 5))
-    return [((a, 1), (1, b)), ((a, b), (b,)), ((a, b), ()), ((1, b), (a, 1, b))][
-        int(rng.integers(0, 4))
-    ]
+    pairs = (((3, 1), (1, 4)), ((3, 4), (4,)), ((3, 4), ()), ((1, 4), (3, 1, 4)))
+    return pairs[int(rng.integers(0, len(pairs)))]
 
 
 def _axis_values(rng: np.random.Generator, ndim: int, required: bool) -> Any:

@@ -570,6 +570,7 @@ def _outcome(lib: str, call: Call, frame: dict[str, Any]) -> Outcome:
         value=frame.get("value"),
         error=ErrorInfo(**err) if err else None,
         seconds=frame.get("seconds"),
+        cpu=frame.get("cpu"),
         detail=frame.get("reason", ""),
     )
 

@@ -186,10 +186,11 @@ class Server:
             seed = request.get("seed")
             if seed is not None:
                 self.adapter.seed(int(seed))
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             out = self.adapter.materialize(fn(*native_args, **native_kwargs))
             value = self.to_wire(out)
             seconds = time.perf_counter() - start
+            cpu = time.process_time() - cpu_start
         except Unsupported as exc:
             return {"status": "unsupported", "reason": str(exc)}, {}
         except UnknownApi as exc:
@@ -204,7 +205,7 @@ class Server:
             info = _error_info(exc)
             status = "resource" if RESOURCE_PATTERNS.search(info["message"][:2000]) else "error"
             return {"status": status, "error": info}, {}
-        return {"status": "ok", "seconds": seconds}, {"value": value}
+        return {"status": "ok", "seconds": seconds, "cpu": cpu}, {"value": value}
 
     def hello(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,110 @@
+"""Campaign throughput on ~20 common groups, and orchestration overhead.
+
+A case is one input set with one call per member library (seven libraries) plus the float64
+numpy reference, compared by the oracles. Cases are small float32 inputs of the ordinary
+class. After a warm-up (jax and tensorflow compile per shape and dtype), the benchmark times
+batches of cases end to end and reports:
+
+* cases per second;
+* each library's own execution time: the CPU time its worker measured around the call and
+  the conversions (wall time would count waiting for a core);
+* the critical path: the larger of the slowest library's total and the total of all libraries
+  divided by the cores (the workers share the machine);
+* orchestration overhead = wall time / critical path - 1.
+
+Run: ``python bench/throughput.py [--cases 3000] [--warmup 2000] [--batch 48]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+
+from xamt import envs
+from xamt.catalog import model
+from xamt.fuzz.campaign import execute_cases, select_groups
+from xamt.inputs.draw import draw_case, pick_apis
+from xamt.libraries import library_names
+from xamt.oracle.compare import compare
+from xamt.workers.pool import WorkerPool
+
+COMMON = (
+    "abs add subtract multiply divide exp log sqrt sin cos tanh maximum minimum sum mean "
+    "square floor ceil negative sign"
+).split()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=3000)
+    parser.add_argument("--warmup", type=int, default=2000)
+    parser.add_argument("--batch", type=int, default=48)
+    parser.add_argument("--seed", type=int, default=0)
+    opts = parser.parse_args()
+    print("$ python bench/throughput.py " + " ".join(sys.argv[1:]))
+    libs = list(library_names())
+    groups = [g for g in select_groups(model.load(), libs) if g.id in COMMON]
+    by_id = {g.id: g for g in groups}
+    members = {(g.id, m.api): m for g in groups for m in g.members}
+    rng = np.random.default_rng(opts.seed)
+    cores = os.cpu_count() or 1
+    print(f"{len(groups)} groups: {' '.join(sorted(by_id))}; {cores} cores; batch {opts.batch}")
+
+    def cases(n: int) -> list:
+        out = []
+        for _ in range(n):
+            g = groups[int(rng.integers(0, len(groups)))]
+            out.append(draw_case(g, rng, "float32", "ordinary", pick_apis(g, libs, rng)))
+        return out
+
+    with WorkerPool({lib: envs.interpreter(lib) for lib in libs}) as pool:
+        pool.start()
+        warm = cases(opts.warmup)
+        for i in range(0, len(warm), opts.batch):
+            execute_cases(pool, warm[i : i + opts.batch], by_id, members)
+        todo = cases(opts.cases)
+        per_lib: Counter[str] = Counter()
+        statuses: Counter[str] = Counter()
+        found = 0
+        started = time.perf_counter()
+        cpu0 = time.process_time()
+        for i in range(0, len(todo), opts.batch):
+            batch = todo[i : i + opts.batch]
+            outcomes, refs = execute_cases(pool, batch, by_id, members)
+            for outs, ref in zip(outcomes, refs, strict=True):
+                found += bool(compare(outs, reference=ref))
+                for lib, o in outs.items():
+                    per_lib[lib] += o.cpu or 0.0
+                    statuses[o.status] += 1
+            if refs and refs[0] is not None:
+                per_lib["numpy"] += sum(r.cpu or 0.0 for r in refs if r is not None)
+        wall = time.perf_counter() - started
+        cpu = time.process_time() - cpu0
+    total = sum(per_lib.values())
+    critical = max(max(per_lib.values()), total / cores)
+    print(
+        f"cases {len(todo)} in {wall:.2f} s: {len(todo) / wall:.0f} cases/s "
+        f"(target >= 600); {found} cases with a discrepancy; outcomes {dict(statuses)}"
+    )
+    print(
+        "library execution CPU time (s): " + ", ".join(f"{lib} {per_lib[lib]:.2f}" for lib in libs)
+    )
+    print(
+        f"sum {total:.2f} s; critical path {critical:.2f} s "
+        f"(max of slowest library, sum / {cores} cores)"
+    )
+    print(f"orchestrator CPU {cpu:.2f} s ({cpu / len(todo) * 1e6:.0f} us per case)")
+    print(
+        f"orchestration overhead: wall / critical path - 1 = {wall / critical - 1:.0%} "
+        f"(target <= 25%)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

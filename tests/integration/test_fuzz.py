@@ -1,0 +1,136 @@
+"""Fuzz campaigns end to end with real libraries: findings, bad input, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from xamt.store import Store
+
+GROUPS = r"^(abs|add|divide|log|sqrt|maximum|sum|mean|floor_divide|remainder)(\[axis\])?$"
+LIBS = "numpy,torch,jax"
+
+
+def fuzz(out: Path, *extra: str, budget: str = "240") -> subprocess.Popen[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "xamt",
+        "fuzz",
+        "--budget",
+        budget,
+        "--libs",
+        LIBS,
+        "--group",
+        GROUPS,
+        "--out",
+        str(out),
+        "--seed",
+        "5",
+        "--reproduce",
+        "1",
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+
+
+def signatures(out: Path) -> list[str]:
+    doc = json.loads((out / "findings.json").read_text())
+    assert doc["schema"] == 1 and set(doc["libraries"]) == set(LIBS.split(","))
+    return sorted(f["signature"] for f in doc["findings"])
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory, pythons: dict[str, str]) -> Path:
+    out = tmp_path_factory.mktemp("whole")
+    proc = fuzz(out)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    return out
+
+
+def test_campaign_writes_reproduced_findings(uninterrupted: Path) -> None:
+    doc = json.loads((uninterrupted / "findings.json").read_text())
+    assert doc["campaign"]["cases"] == 240
+    findings = doc["findings"]
+    assert findings, "a campaign over these groups always finds something"
+    for f in findings:
+        assert f["reproduced"] == f["runs"] >= 1
+        assert f["classification"] in ("suspected-bug", "documented-difference")
+        assert set(f["odd"]) <= set(f["apis"]) and f["input_classes"] is not None
+        assert f["case"]["values"] and f["outputs"]
+    kinds = {f["kind"] for f in findings}
+    assert len(kinds) >= 2, kinds
+
+
+def test_killed_campaign_resumes_losing_and_duplicating_nothing(
+    uninterrupted: Path, tmp_path: Path
+) -> None:
+    rng = random.Random(3)
+    out = tmp_path / "killed"
+    kills = 0
+    for _attempt in range(8):
+        proc = fuzz(out, "--resume")
+        if kills < 3:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # "starting ..." (workers are up soon after)
+            time.sleep(rng.uniform(1.0, 6.0))
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                kills += 1
+                continue
+            del line
+        text, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, text
+        break
+    assert kills >= 1
+    assert signatures(out) == signatures(uninterrupted)
+    db = sqlite3.connect(out / "xamt.sqlite")
+    seqs = [s for (s,) in db.execute("SELECT seq FROM cases ORDER BY seq")]
+    assert seqs == list(range(240))  # every case once
+    dup = db.execute(
+        "SELECT signature, COUNT(*) FROM findings GROUP BY signature HAVING COUNT(*) > 1"
+    )
+    assert not dup.fetchall()
+    occurrences = [n for (n,) in db.execute("SELECT occurrences FROM findings")]
+    assert occurrences and set(occurrences) == {1}
+    db.close()
+    with Store(out / "xamt.sqlite") as store:
+        assert len(store.findings()) == len(signatures(uninterrupted))
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--group", "^no-such-group$"], 2, "no group matches"),
+        (["--group", "(["], 2, "not a regular expression"),
+        (["--libs", "numpy,cupy"], 3, "unknown library 'cupy'"),
+        (["--libs", "numpy"], 2, "at least two libraries"),
+        (["--shard", "3/2"], 2, "shard '3/2'"),
+        (["--shard", "x"], 2, "shard 'x'"),
+        (["--budget", "0"], 2, "must be positive"),
+        (["--budget", "-5"], 2, "budget '-5'"),
+        (["--budget", "soon"], 2, "budget 'soon'"),
+        (["--schedule", "random"], 2, "unknown schedule"),
+        (["--out", "/proc/xamt-cannot-write-here"], 11, "cannot write to the output folder"),
+    ],
+)
+def test_bad_input_is_a_clear_error(
+    args: list[str], code: int, message: str, tmp_path: Path
+) -> None:
+    cmd = [sys.executable, "-m", "xamt", "fuzz", "--out", str(tmp_path / "o"), *args]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
