@@ -23,7 +23,7 @@ import numpy as np
 from xamt.catalog.bind import bind
 from xamt.catalog.model import Catalog, Group, Member
 from xamt.errors import UsageError
-from xamt.fuzz.schedule import NOVELTY_BONUS, Pick, Schedule, make_schedule
+from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
 from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate, pick_apis
 from xamt.inputs.tags import input_classes
 from xamt.oracle.compare import compare, divergence
@@ -262,6 +262,7 @@ class Campaign:
             found = compare(outs, reference=ref)
             score = divergence(outs)
             novel = False
+            new = 0  # signatures this case showed first
             repeats = 0  # how often this case's discrepancies were seen before
             if found:
                 group = self.groups[case.group]
@@ -277,6 +278,7 @@ class Campaign:
                     )
                     count = self.state.seen.get(sig, 0)
                     novel |= count == 0
+                    new += count == 0
                     repeats = max(repeats, count)
                     self.state.seen[sig] = count + 1
                     if count == 0:
@@ -294,8 +296,12 @@ class Campaign:
                         )
             # A discrepancy seen again is worth less each time: a crash found once should not
             # keep drawing the budget (and restarting a worker) forever.
-            reward = score / math.sqrt(1 + repeats) + (NOVELTY_BONUS if novel else 0.0)
-            self.schedule.update(pick, reward, case_to_jsonable(case) if score > 0 else None)
+            reward = NOVELTY_BONUS * new + DIVERGENCE_WEIGHT * score / math.sqrt(1 + repeats)
+            # Divergent cases may be mutated further, unless a worker died or hung on them:
+            # mutating those costs restarts and deadlines for little new.
+            fatal = any(d.kind in ("crash", "hang", "resource") for d in found)
+            keep = score > 0 and not fatal
+            self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
                 CaseRecord(
                     seq=seq,

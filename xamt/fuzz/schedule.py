@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 Arm = tuple[str, str, str]
-NOVELTY_BONUS = 1.0
+NOVELTY_BONUS = 1.0  # reward per signature a case showed first
+DIVERGENCE_WEIGHT = 0.3  # reward per unit of divergence (discounted when seen before)
 EXPLORATION = 0.6
 CORPUS_MIN_SCORE = 0.05
 CORPUS_SIZE = 64
@@ -56,7 +57,7 @@ class UniformSchedule:
     def pick(self, rng: np.random.Generator) -> Pick:
         return Pick(self.arms[int(rng.integers(0, len(self.arms)))])
 
-    def update(self, pick: Pick, reward: float, case: Any = None) -> None:
+    def update(self, pick: Pick, reward: float, case: Any = None, novel: bool = False) -> None:
         return None
 
     def corpus_case(self, index: int) -> Any:
@@ -73,24 +74,50 @@ class UniformSchedule:
 class VarianceSchedule:
     """Hierarchical UCB over group -> dtype -> value class, plus a corpus of divergent cases.
 
-    ``corpus`` holds (score, arm, serialized case) of the most divergent cases so far.
+    ``corpus`` holds [weight, arm, serialized case] of divergent cases. A corpus entry loses
+    half its weight each time a mutation of it finds nothing new, so the budget moves on from
+    a disagreement once its neighbourhood is explored. The share of mutations adapts: it
+    grows while mutations find new signatures more often than fresh cases do.
     """
 
     arms: Sequence[Arm]
     name: str = "variance"
     stats: dict[str, _Stat] = field(default_factory=lambda: defaultdict(_Stat))
-    corpus: list[tuple[float, Arm, Any]] = field(default_factory=list)
+    corpus: list[list[Any]] = field(default_factory=list)
+    novelty: dict[str, list[int]] = field(
+        default_factory=lambda: {"fresh": [0, 0], "mutation": [0, 0]}
+    )
 
     def __post_init__(self) -> None:
         self.tree: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for g, d, v in self.arms:
             self.tree[g][d].append(v)
 
-    def _ucb(self, keys: list[str], parent: str, rng: np.random.Generator) -> str:
+    def _ucb(
+        self, keys: list[str], parent: str, rng: np.random.Generator, shared: str | None = None
+    ) -> str:
+        """UCB1 among ``keys`` under ``parent``; untried keys first.
+
+        Among untried keys, ``shared`` statistics (the same dtype or value class in all groups)
+        decide: what was productive elsewhere is tried first here.
+        """
+        untried = [k for k in keys if self.stats[f"{parent}/{k}"].n == 0]
+        if untried:
+            if shared is None or self.explored:
+                return untried[int(rng.integers(0, len(untried)))]
+            return self._best(untried, f"*{shared}", rng)
+        return self._best(keys, parent, rng)
+
+    @property
+    def explored(self) -> bool:
+        """Whether every group was tried once (the exploration phase is over)."""
+        return self.stats["*groups"].n >= len(self.tree)
+
+    def _best(self, keys: list[str], parent: str, rng: np.random.Generator) -> str:
+        total = max(1, self.stats[parent].n)
         untried = [k for k in keys if self.stats[f"{parent}/{k}"].n == 0]
         if untried:
             return untried[int(rng.integers(0, len(untried)))]
-        total = max(1, self.stats[parent].n)
 
         def score(k: str) -> float:
             s = self.stats[f"{parent}/{k}"]
@@ -98,25 +125,57 @@ class VarianceSchedule:
 
         return max(keys, key=score)
 
+    def mutate_share(self) -> float:
+        """0 until every group was tried once; then between 0.03 and MUTATE_SHARE, by how
+        novelty-productive mutations have been compared with fresh cases."""
+        if not self.explored:
+            return 0.0
+        fresh_n, fresh_new = self.novelty["fresh"]
+        mut_n, mut_new = self.novelty["mutation"]
+        if mut_n < 20:
+            return MUTATE_SHARE / 2
+        fresh_rate = (fresh_new + 1) / (fresh_n + 2)
+        mut_rate = (mut_new + 1) / (mut_n + 2)
+        return min(MUTATE_SHARE, max(0.03, MUTATE_SHARE * (mut_rate / fresh_rate) ** 2))
+
     def pick(self, rng: np.random.Generator) -> Pick:
-        if self.corpus and rng.random() < MUTATE_SHARE:
+        if self.corpus and rng.random() < self.mutate_share():
             weights = np.array([c[0] for c in self.corpus], dtype=np.float64)
             index = int(rng.choice(len(self.corpus), p=weights / weights.sum()))
-            return Pick(self.corpus[index][1], parent=index)
+            return Pick(tuple(self.corpus[index][1]), parent=index)
         group = self._ucb(sorted(self.tree), "", rng)
-        dtype = self._ucb(sorted(self.tree[group]), f"/{group}", rng)
-        vclass = self._ucb(sorted(self.tree[group][dtype]), f"/{group}/{dtype}", rng)
+        dtype = self._ucb(sorted(self.tree[group]), f"/{group}", rng, shared="dtype")
+        vclass = self._ucb(
+            sorted(self.tree[group][dtype]), f"/{group}/{dtype}", rng, shared="class"
+        )
         return Pick((group, dtype, vclass))
 
-    def update(self, pick: Pick, reward: float, case: Any = None) -> None:
+    def update(self, pick: Pick, reward: float, case: Any = None, novel: bool = False) -> None:
         group, dtype, vclass = pick.arm
-        for key in ("", f"/{group}", f"/{group}/{dtype}", f"/{group}/{dtype}/{vclass}"):
+        if self.stats[f"/{group}"].n == 0:
+            self.stats["*groups"].add(0.0)  # counts groups tried
+        for key in (
+            "",
+            f"/{group}",
+            f"/{group}/{dtype}",
+            f"/{group}/{dtype}/{vclass}",
+            "*dtype",
+            f"*dtype/{dtype}",
+            "*class",
+            f"*class/{vclass}",
+        ):
             self.stats[key].add(reward)
+        counts = self.novelty["mutation" if pick.parent is not None else "fresh"]
+        counts[0] += 1
+        counts[1] += int(novel)
+        if pick.parent is not None and pick.parent < len(self.corpus) and not novel:
+            self.corpus[pick.parent][0] *= 0.5
         if case is not None and reward >= CORPUS_MIN_SCORE:
-            self.corpus.append((min(reward, 2.0), pick.arm, case))
-            if len(self.corpus) > CORPUS_SIZE:
-                self.corpus.sort(key=lambda c: -c[0])
-                del self.corpus[CORPUS_SIZE:]
+            self.corpus.append([min(reward, 2.0), list(pick.arm), case])
+        self.corpus = [c for c in self.corpus if c[0] >= CORPUS_MIN_SCORE]
+        if len(self.corpus) > CORPUS_SIZE:
+            self.corpus.sort(key=lambda c: -c[0])
+            del self.corpus[CORPUS_SIZE:]
 
     def corpus_case(self, index: int) -> Any:
         return self.corpus[index][2]
@@ -124,12 +183,14 @@ class VarianceSchedule:
     def state(self) -> dict[str, Any]:
         return {
             "stats": {k: [s.n, s.total] for k, s in self.stats.items() if s.n},
-            "corpus": [[score, list(arm), case] for score, arm, case in self.corpus],
+            "corpus": self.corpus,
+            "novelty": self.novelty,
         }
 
     def load(self, state: dict[str, Any]) -> None:
         self.stats = defaultdict(_Stat, {k: _Stat(n, t) for k, (n, t) in state["stats"].items()})
-        self.corpus = [(s, (a[0], a[1], a[2]), c) for s, a, c in state["corpus"]]
+        self.corpus = [list(c) for c in state["corpus"]]
+        self.novelty = {k: list(v) for k, v in state["novelty"].items()}
 
 
 Schedule = UniformSchedule | VarianceSchedule
