@@ -575,6 +575,10 @@ def fuzz(
     deadline: Annotated[
         float, typer.Option(help="Seconds a call may take (then: hang).")
     ] = DEFAULT_DEADLINE,
+    known_differences: Annotated[
+        Path | None,
+        typer.Option(help="Known-differences TOML (default: the one shipped with xamt)."),
+    ] = None,
     catalog: CatalogOpt = None,
     variant: VariantOpt = "cpu",
 ) -> None:
@@ -594,7 +598,10 @@ def fuzz(
     from xamt.fuzz.output import findings_document, summary_lines, write_findings
     from xamt.fuzz.reproduce import reproduce
     from xamt.store import Store
+    from xamt.triage.known import DEFAULT_PATH, load_known
+    from xamt.triage.pipeline import triage
 
+    known = load_known(known_differences or DEFAULT_PATH)
     spent = parse_budget(budget)
     shard_spec = parse_shard(shard)
     if schedule not in ("variance", "uniform"):
@@ -656,6 +663,22 @@ def fuzz(
                 f"reproduced {repro.reproduced}, flaky {repro.flaky}, "
                 f"not reproduced {repro.not_reproduced}"
             )
+            with WorkerPool(pythons, deadline=deadline) as pool:
+                pool.start()
+                summary = triage(
+                    store,
+                    campaign.campaign_id,
+                    pool,
+                    group_map,
+                    out_dir=folder,
+                    known=known,
+                    versions=versions,
+                    progress=lambda m: out.print(f"  {m}", markup=False),
+                )
+            out.print(
+                f"triaged {summary.findings} findings: {summary.documented} documented "
+                "differences; repro scripts in " + str(folder / "repro")
+            )
         except KeyboardInterrupt:
             interrupted = True
             err.print("reproduction interrupted: candidates stay pending (use --resume)")
@@ -680,3 +703,49 @@ def fuzz(
     out.print(f"wrote {folder / 'findings.json'}")
     if not done:
         raise typer.Exit(130)
+
+
+# --- repro -----------------------------------------------------------------------------------
+@app.command("repro")
+@handles_errors
+def repro_command(
+    signature: Annotated[
+        str | None,
+        typer.Argument(help="A finding's signature (or a unique prefix); omit with --all."),
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Re-check every stored finding.")] = False,
+    out_dir: Annotated[Path, typer.Option("--out", help="The campaign's output folder.")] = Path(
+        "xamt-out"
+    ),
+    runs: Annotated[int, typer.Option(help="Fresh-worker reruns per finding.")] = 1,
+    variant: VariantOpt = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Re-run stored findings on the installed library versions: still present, or fixed.
+
+    Each verdict is recorded with the finding (versions and time), for the issue filer.
+    """
+    from xamt.store import Store
+    from xamt.triage.verify import verify_findings
+
+    if (signature is None) == (not all_):
+        raise UsageError("give a SIGNATURE or --all")
+    store_path = out_dir / "xamt.sqlite"
+    if not store_path.is_file():
+        raise OutputError(f"no store at {store_path}; point --out at a campaign's output folder")
+    with Store(store_path) as store:
+        rows = store.findings() if all_ else [store.finding(str(signature))]
+        verdicts = verify_findings(
+            store, rows, catalog=_load_catalog(None), variant=variant, runs=runs
+        )
+    if as_json:
+        out.print(json.dumps([v.as_dict() for v in verdicts], indent=2), markup=False)
+        return
+    for v in verdicts:
+        state = "[red]still present[/]" if v.present else "[green]fixed[/]"
+        out.print(
+            f"{v.signature} {v.key}: {state} on "
+            + ", ".join(f"{k} {x}" for k, x in sorted(v.versions.items()))
+        )
+        for line in v.lines:
+            out.print(f"    {line}", markup=False)

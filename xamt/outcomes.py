@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.oracle.signature import headline
 from xamt.types import Outcome
 from xamt.workers.protocol import BFloat16, DType, Opaque
 
@@ -37,8 +38,7 @@ def outcome_text(o: Outcome) -> str:
     if o.status == "ok":
         return summarize(o.value)
     if o.error is not None:
-        first = o.error.message.strip().splitlines()[0] if o.error.message.strip() else ""
-        return f"{o.error.type}: {first}"[:200]
+        return f"{o.error.type}: {headline(o.error.message)}"[:200]
     if o.signal:
         return f"killed by {o.signal}"
     return (o.detail.strip().splitlines() or [""])[-1][:200]

@@ -557,6 +557,27 @@ class Store:
             (signature, campaign),
         )
 
+    def update_finding(self, signature: str, payload: dict[str, Any]) -> None:
+        """Replace a finding's payload (after triage) without counting an occurrence."""
+        payload_json = _dumps(payload, "finding payload")
+        with self._transaction(f"update finding {signature}") as conn:
+            cursor = conn.execute(
+                "UPDATE findings SET payload = ? WHERE signature = ?", (payload_json, signature)
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"{self.path}: no finding {signature}")
+
+    def finding(self, signature: str) -> FindingRow:
+        """One finding by its signature, or a unique prefix of it."""
+        rows = [r for r in self.findings() if r.signature.startswith(signature)]
+        if len(rows) != 1:
+            what = "no finding" if not rows else f"{len(rows)} findings"
+            raise StoreError(
+                f"{self.path}: {what} with signature {signature!r}; "
+                "see findings.json for the signatures"
+            )
+        return rows[0]
+
     def findings(self, campaign: int | None = None) -> list[FindingRow]:
         """All findings, or those seen in ``campaign``, oldest first."""
         where = ""

@@ -127,6 +127,24 @@ def primary_class(tags: Sequence[str], value_class: str) -> str:
     return next((t for t in PRIMARY_CLASSES if t in tags), value_class)
 
 
+def signatures(
+    case: Case, tags: Sequence[str], found: Sequence[Discrepancy]
+) -> list[tuple[str, str]]:
+    """(hash, readable key) of each discrepancy of ``case`` whose input tags are ``tags``."""
+    pclass = primary_class(tags, case.value_class)
+    return [
+        signature_of(
+            kind=d.kind,
+            group=case.group,
+            odd=d.odd,
+            dtype=case.dtype,
+            input_class=pclass,
+            error=d.error,
+        )
+        for d in found
+    ]
+
+
 @dataclass(frozen=True, kw_only=True)
 class CampaignConfig:
     name: str
@@ -265,17 +283,8 @@ class Campaign:
             new = 0  # signatures this case showed first
             repeats = 0  # how often this case's discrepancies were seen before
             if found:
-                group = self.groups[case.group]
-                tags = input_classes(case, group)
-                for d in found:
-                    sig, key = signature_of(
-                        kind=d.kind,
-                        group=case.group,
-                        odd=d.odd,
-                        dtype=case.dtype,
-                        input_class=primary_class(tags, case.value_class),
-                        error=d.error,
-                    )
+                tags = input_classes(case, self.groups[case.group])
+                for d, (sig, key) in zip(found, signatures(case, tags, found), strict=True):
                     count = self.state.seen.get(sig, 0)
                     novel |= count == 0
                     new += count == 0

@@ -37,6 +37,10 @@ def finding_entry(signature: str, payload: dict[str, Any], occurrences: int) -> 
             "values": case["values"],
         },
         "outputs": payload["outputs"],
+        "original_case": payload.get("original_case", {}).get("values"),
+        "minimization": payload.get("minimization"),
+        "known_difference": payload.get("known_difference"),
+        "repro": payload.get("repro", {}),
     }
 
 

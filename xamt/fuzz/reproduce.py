@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from xamt.catalog.model import Group, Member
-from xamt.fuzz.campaign import execute_cases, primary_class
+from xamt.fuzz.campaign import execute_cases, signatures
 from xamt.oracle.compare import compare
-from xamt.oracle.signature import signature_of
 from xamt.serialize import case_from_jsonable
 from xamt.store import CandidateRow, Store
 from xamt.workers.pool import WorkerPool
@@ -32,19 +31,10 @@ class ReproSummary:
 
 
 def signatures_in(case_payload: Mapping[str, Any], outcomes: Any, reference: Any) -> set[str]:
+    """The signatures a stored candidate's case shows with these outcomes."""
     case = case_from_jsonable(dict(case_payload["case"]))
-    pclass = primary_class(case_payload["input_classes"], case.value_class)
-    return {
-        signature_of(
-            kind=d.kind,
-            group=case.group,
-            odd=d.odd,
-            dtype=case.dtype,
-            input_class=pclass,
-            error=d.error,
-        )[0]
-        for d in compare(outcomes, reference=reference)
-    }
+    found = compare(outcomes, reference=reference)
+    return {sig for sig, _ in signatures(case, case_payload["input_classes"], found)}
 
 
 def reproduce(

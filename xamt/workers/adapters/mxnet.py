@@ -58,6 +58,15 @@ class MxnetAdapter(Adapter):
     def is_native(self, obj: Any) -> bool:
         return isinstance(obj, self.lib.nd.NDArray)  # mx.np.ndarray is a subclass
 
+    def materialize(self, out: Any) -> Any:
+        # mxnet runs asynchronously: an operator's error surfaces when its result is read.
+        if isinstance(out, tuple | list):
+            for item in out:
+                self.materialize(item)
+        elif self.is_native(out):
+            out.wait_to_read()
+        return out
+
     def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
         return np.asarray(obj.asnumpy())
 

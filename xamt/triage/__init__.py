@@ -1,0 +1,1 @@
+"""Triage: minimize findings, classify them against known differences, write repro scripts."""

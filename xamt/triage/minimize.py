@@ -1,0 +1,228 @@
+"""Shrink a finding's case while it keeps showing the *same* signature.
+
+Deterministic passes, tried in order until none makes progress or a cap is hit:
+
+1. **defaults**: drop optional parameters (``keepdims``, an optional ``axis``);
+2. **shapes**: slice every array to length 1 or half along one dimension, flatten to the
+   first 1-3 elements, or take the first element as a 0-d array (arrays of one shape shrink
+   together, so elementwise pairs stay aligned);
+3. **values**: set all ordinary elements to 1, then 0; then each element in turn to 0, 1 or
+   -1 (special values, the ones that matter, survive because replacing them changes the
+   signature).
+
+A candidate is kept only if the predicate finds the target signature in it. Candidates are
+evaluated in small batches (one round trip to the workers each) and the first that keeps
+the signature wins, so the result does not depend on timing. A seen-set skips candidates
+already tried; caps on calls and seconds bound the work and the stop reason is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.model import Group
+from xamt.inputs.draw import array_roles
+from xamt.serialize import case_to_jsonable
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16
+
+MAX_CALLS = 160
+MAX_SECONDS = 40.0
+BATCH = 8
+VALUE_POSITIONS = 24  # per array, for the one-element-at-a-time value pass
+
+# Evaluates candidate cases; returns, per case, the signatures it shows.
+Predicate = Callable[[Sequence[Case]], list[set[str]]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Minimized:
+    case: Case
+    calls: int
+    seconds: float
+    stop: str  # "fixpoint", "max-calls" or "max-time"
+    accepted: int
+
+
+def element_count(case: Case, group: Group) -> int:
+    """How many array elements a case holds."""
+    return sum(a.size for a in _arrays(case, group).values())
+
+
+def minimize(
+    case: Case,
+    signature: str,
+    group: Group,
+    predicate: Predicate,
+    *,
+    max_calls: int = MAX_CALLS,
+    max_seconds: float = MAX_SECONDS,
+) -> Minimized:
+    """The smallest case found that still shows ``signature`` (``case`` itself at worst)."""
+    started = time.monotonic()
+    seen = {_fingerprint(case)}
+    calls = accepted = 0
+    current = case
+    stop = "fixpoint"
+    progress = True
+    while progress:
+        progress = False
+        for generate in (_defaults, _shapes, _values):
+            pending = [c for c in generate(current, group) if _fingerprint(c) not in seen]
+            for start in range(0, len(pending), BATCH):
+                if calls >= max_calls:
+                    stop = "max-calls"
+                    break
+                if time.monotonic() - started > max_seconds:
+                    stop = "max-time"
+                    break
+                batch = pending[start : start + BATCH][: max_calls - calls]
+                seen.update(_fingerprint(c) for c in batch)
+                calls += len(batch)
+                shown = predicate(batch)
+                winner = next(
+                    (c for c, sigs in zip(batch, shown, strict=True) if signature in sigs), None
+                )
+                if winner is not None:
+                    current = winner
+                    accepted += 1
+                    progress = True
+                    break
+            if stop != "fixpoint" or progress:
+                break
+        if stop != "fixpoint":
+            break
+    return Minimized(
+        case=current, calls=calls, seconds=time.monotonic() - started, stop=stop, accepted=accepted
+    )
+
+
+def _fingerprint(case: Case) -> str:
+    data = json.dumps(case_to_jsonable(case)["values"], sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def _arrays(case: Case, group: Group) -> dict[tuple[str, int], np.ndarray]:
+    """Array inputs by (role, index in a sequence role), as numpy (bfloat16 as float32)."""
+    found = {}
+    for role in array_roles(group):
+        value = case.values.get(role)
+        items = value if isinstance(value, list) else [value]
+        for i, v in enumerate(items):
+            if isinstance(v, BFloat16):
+                found[(role, i)] = v.values
+            elif isinstance(v, np.ndarray):
+                found[(role, i)] = v
+    return found
+
+
+def _with(case: Case, group: Group, new: dict[tuple[str, int], np.ndarray]) -> Case:
+    values = dict(case.values)
+    for (role, i), arr in new.items():
+        wrapped: Any = BFloat16(arr.astype(np.float32)) if case.dtype == "bfloat16" else arr
+        if isinstance(values[role], list):
+            items = list(values[role])
+            items[i] = wrapped
+            values[role] = items
+        else:
+            values[role] = wrapped
+    return replace(case, values=values)
+
+
+def _defaults(case: Case, group: Group) -> Iterator[Case]:
+    for role in ("keepdims", "axis"):
+        if role in case.values and role not in group.roles:
+            values = dict(case.values)
+            del values[role]
+            yield replace(case, values=values)
+
+
+def _shapes(case: Case, group: Group) -> Iterator[Case]:
+    arrays = _arrays(case, group)
+    if not arrays:
+        return
+    shapes = {a.shape for a in arrays.values()}
+    together = len(shapes) == 1
+    targets = [list(arrays)] if together else [[k] for k in arrays]
+    for keys in targets:
+        shape = arrays[keys[0]].shape
+        size = int(np.prod(shape))
+        if size == 0:
+            continue
+        cuts: list[Callable[[np.ndarray], np.ndarray]] = []
+        if len(shape) > 0:
+            cuts.append(_first)
+        for k in (1, 2, 3):
+            if len(shape) != 1 or size > k:
+                cuts.append(partial(_prefix, k=k))
+        for dim, n in enumerate(shape):
+            if n > 1:
+                cuts.append(partial(_take, axis=dim, n=1))
+                if n > 3:
+                    cuts.append(partial(_take, axis=dim, n=n // 2))
+        for cut in cuts:
+            new = {key: np.ascontiguousarray(cut(arrays[key])) for key in keys}
+            if all(new[key].shape != arrays[key].shape for key in keys):
+                yield _with(case, group, new)
+
+
+def _first(a: np.ndarray) -> np.ndarray:
+    return a.reshape(-1)[:1].reshape(())
+
+
+def _prefix(a: np.ndarray, k: int) -> np.ndarray:
+    return a.reshape(-1)[:k].copy()
+
+
+def _take(a: np.ndarray, axis: int, n: int) -> np.ndarray:
+    return np.take(a, range(n), axis=axis)
+
+
+def _is_special(x: Any, dtype: np.dtype[Any]) -> bool:
+    if dtype.kind == "b":
+        return False
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return bool(x == info.max or x == info.min)
+    value = complex(x)
+    for part in (value.real, value.imag):
+        if not np.isfinite(part) or (part == 0 and np.signbit(part)):
+            return True
+        if part != 0 and abs(part) < np.finfo(dtype if dtype.kind == "f" else np.float64).tiny:
+            return True
+        if abs(part) >= np.finfo(dtype if dtype.kind == "f" else np.float64).max:
+            return True
+    return False
+
+
+def _values(case: Case, group: Group) -> Iterator[Case]:
+    arrays = _arrays(case, group)
+    simple = (1, 0) if case.dtype != "bool" else (True, False)
+    for fill in simple:  # every ordinary element at once
+        new = {}
+        for key, arr in arrays.items():
+            out = arr.copy()
+            flat = out.reshape(-1)
+            for i, x in enumerate(flat):
+                if not _is_special(x, arr.dtype):
+                    flat[i] = fill
+            new[key] = out
+        if any(new[k].tobytes() != arrays[k].tobytes() for k in arrays):
+            yield _with(case, group, new)
+    for key, arr in arrays.items():  # then one element at a time
+        flat = arr.reshape(-1)
+        for i in range(min(flat.size, VALUE_POSITIONS)):
+            for value in (0, 1, -1) if arr.dtype.kind not in "bu" else (0, 1):
+                if flat[i] == value and not _is_special(flat[i], arr.dtype):
+                    continue
+                out = arr.copy()
+                out.reshape(-1)[i] = value
+                yield _with(case, group, {key: out})

@@ -1,0 +1,300 @@
+"""Repro scripts: one standalone script per library (that library and numpy only), plus a
+cross-library script that uses xamt.
+
+A library's script holds the finding's minimized inputs inline (exactly: -0.0, NaN, inf and
+every digit survive), or in ``inputs.npz`` beside it when they are large, converts them the
+way a user would, calls the API, prints the output, and names the library version the
+finding was made on. Its last line, ``RESULT {...}``, is machine-readable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.bind import bind
+from xamt.catalog.model import Member
+from xamt.serialize import case_to_jsonable
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16, DType
+
+INLINE_LIMIT = 64  # elements; larger inputs go to inputs.npz
+
+IMPORTS = {
+    "numpy": "import numpy",
+    "torch": "import torch",
+    "tensorflow": "import os\nos.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')\n"
+    "import tensorflow",
+    "jax": "import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy",
+    "paddle": "import paddle",
+    "mindspore": "import mindspore",
+    "mxnet": "import mxnet",
+}
+# How a numpy array ``v`` becomes the library's tensor ({} is the array's variable name).
+TO_NATIVE = {
+    "numpy": "{}",
+    "torch": "torch.from_numpy({})",
+    "tensorflow": "tensorflow.constant({})",
+    "jax": "jax.numpy.asarray({})",
+    "paddle": "paddle.to_tensor({})",
+    "mindspore": "mindspore.Tensor({})",
+    "mxnet": "mxnet.nd.array({0}, dtype={0}.dtype)",
+}
+MXNET_NP = "mxnet.np.array({0}, dtype={0}.dtype)"
+BF16_CAST = {
+    "torch": "{}.to(torch.bfloat16)",
+    "tensorflow": "tensorflow.cast({}, tensorflow.bfloat16)",
+    "jax": "{}.astype(jax.numpy.bfloat16)",
+    "paddle": "{}.astype('bfloat16')",
+    "mindspore": "{}.astype(mindspore.bfloat16)",
+}
+DTYPE_EXPR = {
+    "numpy": "numpy.dtype('{}')",
+    "torch": "torch.{}",
+    "tensorflow": "tensorflow.{}",
+    "jax": "jax.numpy.{}",
+    "paddle": "'{}'",
+    "mindspore": "mindspore.{}",
+    "mxnet": "numpy.dtype('{}')",
+}
+VERSION_OF = {"tensorflow": "tensorflow.__version__", "numpy": "numpy.__version__"}
+
+FOOTER = '''
+
+def _plain(out):
+    """The output as numpy-level data (bfloat16 widened to float32)."""
+    if isinstance(out, (tuple, list)):
+        return [_plain(o) for o in out]
+    for method in ("detach", "cpu"):
+        if hasattr(out, method) and callable(getattr(out, method)):
+            out = getattr(out, method)()
+    if str(getattr(out, "dtype", "")).endswith("bfloat16"):
+        out = out.astype("float32") if hasattr(out, "astype") else out.float()
+    for method in ("asnumpy", "numpy"):
+        if hasattr(out, method) and callable(getattr(out, method)):
+            return numpy.asarray(getattr(out, method)())
+    return numpy.asarray(out)
+
+
+def _json(value):
+    if isinstance(value, list):
+        return {"seq": [_json(v) for v in value]}
+    flat = value.reshape(-1)
+    if value.dtype.kind == "c":
+        data = [[_num(complex(z).real), _num(complex(z).imag)] for z in flat]
+    else:
+        data = [_num(x) for x in flat.tolist()]
+    return {"dtype": value.dtype.name, "shape": list(value.shape), "data": data}
+
+
+def _num(x):
+    if isinstance(x, float) and x != x:
+        return "nan"
+    if isinstance(x, float) and x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    if isinstance(x, float) and x == 0.0 and str(x).startswith("-"):
+        return "-0.0"
+    return x
+
+
+def _resolve(path):
+    import importlib
+
+    parts = path.split(".")
+    obj = importlib.import_module(parts[0])
+    for i, part in enumerate(parts[1:], 1):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module(".".join(parts[: i + 1]))
+    return obj
+
+
+if __name__ == "__main__":
+    import json
+
+    print(f"{LIBRARY} {_version()} (finding made on {MADE_ON})")
+    try:
+        out = _resolve(API)(*ARGS(), **KWARGS())
+        value = _plain(out)
+        print(value)
+        print("RESULT " + json.dumps({"status": "ok", "value": _json(value)}))
+    except Exception as exc:  # the disagreement may be that this library raises
+        print(f"{type(exc).__name__}: {exc}")
+        print("RESULT " + json.dumps({"status": "error", "type": type(exc).__name__,
+                                     "message": str(exc)[:500]}))
+'''
+
+
+def _scalar(x: Any) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return repr(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return repr(int(x))
+    if isinstance(x, complex | np.complexfloating):
+        return f"complex({_scalar(complex(x).real)}, {_scalar(complex(x).imag)})"
+    value = float(x)
+    if math.isnan(value):
+        return "float('nan')"
+    if math.isinf(value):
+        return "float('inf')" if value > 0 else "float('-inf')"
+    return repr(value)
+
+
+def _array_literal(arr: np.ndarray, dtype: str) -> str:
+    values = ", ".join(_scalar(x) for x in arr.reshape(-1).tolist())
+    return f"numpy.array([{values}], dtype='{dtype}').reshape({tuple(arr.shape)!r})"
+
+
+class _Renderer:
+    """Turns call values into code for one library, collecting large arrays for an npz."""
+
+    def __init__(self, library: str, api: str) -> None:
+        self.library = library
+        self.api = api
+        self.arrays: list[str] = []
+        self.npz: dict[str, np.ndarray] = {}
+
+    def value(self, v: Any) -> str:
+        if isinstance(v, BFloat16 | np.ndarray):
+            bf16 = isinstance(v, BFloat16)
+            arr = v.values if isinstance(v, BFloat16) else v
+            dtype = "float32" if bf16 else arr.dtype.name
+            name = f"a{len(self.arrays)}"
+            if arr.size <= INLINE_LIMIT:
+                self.arrays.append(f"    {name} = {_array_literal(arr, dtype)}")
+            else:
+                self.npz[name] = arr
+                self.arrays.append(f"    {name} = numpy.load(_HERE / 'inputs.npz')['{name}']")
+            template = TO_NATIVE[self.library]
+            if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
+                template = MXNET_NP
+            code = template.format(name)
+            if bf16:
+                code = BF16_CAST[self.library].format(code)
+            return code
+        if isinstance(v, DType):
+            return DTYPE_EXPR[self.library].format(v.name)
+        if isinstance(v, tuple):
+            inner = ", ".join(self.value(x) for x in v)
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, list):
+            return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if v is None or isinstance(v, str):
+            return repr(v)
+        return _scalar(v)
+
+
+def library_script(
+    *, library: str, member: Member, case: Case, version: str, signature: str, key: str
+) -> tuple[str, dict[str, np.ndarray]]:
+    """The standalone script for one library, and the arrays for inputs.npz (if any)."""
+    call = bind(member, case.values)
+    r = _Renderer(library, call.api)
+    args = [r.value(a) for a in call.args]
+    args_arrays = len(r.arrays)
+    kwargs = [f"{k!r}: {r.value(v)}" for k, v in call.kwargs.items()]
+    version_expr = VERSION_OF.get(library, f"{library}.__version__")
+    lines = [
+        f'"""Reproduces xamt finding {signature} ({key}) with {library} alone.',
+        "",
+        f"The finding was made on {library} {version}. Needs only {library} and numpy.",
+        '"""',
+        "",
+        "from pathlib import Path",
+        "",
+        "import numpy",
+        IMPORTS[library],
+        "",
+        "_HERE = Path(__file__).resolve().parent",
+        f"LIBRARY = {library!r}",
+        f"MADE_ON = {version!r}",
+        f"API = {call.api!r}",
+        "",
+        "",
+        "def _version():",
+        f"    return {version_expr}",
+        "",
+        "",
+        "def ARGS():",
+        *r.arrays[:args_arrays],
+    ]
+    lines.append(f"    return ({', '.join(args)}{',' if len(args) == 1 else ''})")
+    kw_code = "{" + ", ".join(kwargs) + "}"
+    lines += ["", "", "def KWARGS():", *r.arrays[args_arrays:], f"    return {kw_code}"]
+    return "\n".join(lines) + "\n" + FOOTER, r.npz
+
+
+CROSS_SCRIPT = '''"""Reproduces xamt finding {signature} ({key}) across libraries, with xamt.
+
+Needs xamt and its library environments (`xamt env install --all`). The case is case.json.
+"""
+
+from pathlib import Path
+
+from xamt.triage.repro import run_case_file
+
+if __name__ == "__main__":
+    run_case_file(Path(__file__).resolve().with_name("case.json"))
+'''
+
+
+def write_repro(
+    folder: Path,
+    *,
+    case: Case,
+    members: Mapping[str, Member],
+    versions: Mapping[str, str],
+    signature: str,
+    key: str,
+) -> dict[str, str]:
+    """Write the scripts of one finding into ``folder``; return library -> script path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scripts: dict[str, str] = {}
+    npz: dict[str, np.ndarray] = {}
+    for library, member in members.items():
+        text, arrays = library_script(
+            library=library,
+            member=member,
+            case=case,
+            version=versions.get(library, "unknown"),
+            signature=signature,
+            key=key,
+        )
+        npz.update(arrays)
+        path = folder / f"repro_{library}.py"
+        path.write_text(text)
+        scripts[library] = str(path)
+    if npz:
+        np.savez(folder / "inputs.npz", **npz)  # type: ignore[arg-type]
+    (folder / "case.json").write_text(json.dumps(case_to_jsonable(case), indent=1))
+    (folder / "repro_xamt.py").write_text(CROSS_SCRIPT.format(signature=signature, key=key))
+    scripts["xamt"] = str(folder / "repro_xamt.py")
+    return scripts
+
+
+def run_case_file(path: Path) -> None:
+    """Run a stored case on every library it names and print what each did."""
+    from xamt import envs
+    from xamt.catalog import model
+    from xamt.fuzz.campaign import execute_cases
+    from xamt.oracle.compare import compare
+    from xamt.outcomes import outcome_text
+    from xamt.serialize import case_from_jsonable
+    from xamt.workers.pool import WorkerPool
+
+    case = case_from_jsonable(json.loads(path.read_text()))
+    group = model.load().group(case.group)
+    members = {(group.id, m.api): m for m in group.members}
+    with WorkerPool({lib: envs.interpreter(lib) for lib in case.apis}) as pool:
+        versions = {lib: h.version for lib, h in pool.start().items()}
+        outcomes, refs = execute_cases(pool, [case], {group.id: group}, members)
+    for lib, o in outcomes[0].items():
+        print(f"{lib} {versions[lib]}: {case.apis[lib]} -> {o.status}: {outcome_text(o)}")
+    for d in compare(outcomes[0], reference=refs[0]):
+        print(f"{d.kind}: odd {', '.join(d.odd)}; {d.detail}")
