@@ -158,6 +158,14 @@ def _shapes(case: Case, group: Group) -> Iterator[Case]:
         if size == 0:
             continue
         cuts: list[Callable[[np.ndarray], np.ndarray]] = []
+        # Around the special values first (a NaN is often what matters): keep the element.
+        for flat_index in _special_positions([arrays[k] for k in keys]):
+            coords = np.unravel_index(flat_index, shape)
+            cuts.append(partial(_element, index=flat_index))
+            cuts.append(partial(_prefix_at, start=flat_index))
+            for dim, n in enumerate(shape):
+                if n > 1:
+                    cuts.append(partial(_take_at, axis=dim, index=int(coords[dim])))
         if len(shape) > 0:
             cuts.append(_first)
         for k in (1, 2, 3):
@@ -172,6 +180,30 @@ def _shapes(case: Case, group: Group) -> Iterator[Case]:
             new = {key: np.ascontiguousarray(cut(arrays[key])) for key in keys}
             if all(new[key].shape != arrays[key].shape for key in keys):
                 yield _with(case, group, new)
+
+
+def _special_positions(arrays: Sequence[np.ndarray], limit: int = 2) -> list[int]:
+    """Flat positions of the first special values in any of ``arrays``."""
+    found: list[int] = []
+    for arr in arrays:
+        for i, x in enumerate(arr.reshape(-1).tolist()):
+            if len(found) >= limit:
+                return found
+            if i not in found and _is_special(x, arr.dtype):
+                found.append(i)
+    return found
+
+
+def _element(a: np.ndarray, index: int) -> np.ndarray:
+    return a.reshape(-1)[index : index + 1].reshape(())
+
+
+def _prefix_at(a: np.ndarray, start: int) -> np.ndarray:
+    return a.reshape(-1)[start : start + 1].copy()
+
+
+def _take_at(a: np.ndarray, axis: int, index: int) -> np.ndarray:
+    return np.take(a, [index], axis=axis)
 
 
 def _first(a: np.ndarray) -> np.ndarray:

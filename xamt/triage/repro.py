@@ -33,7 +33,7 @@ IMPORTS = {
     "jax": "import jax\njax.config.update('jax_enable_x64', True)\nimport jax.numpy",
     "paddle": "import paddle",
     "mindspore": "import mindspore",
-    "mxnet": "import mxnet",
+    "mxnet": "import mxnet\nmxnet.util.set_np_shape(True)  # 0 is a size, as xamt runs mxnet",
 }
 # How a numpy array ``v`` becomes the library's tensor ({} is the array's variable name).
 TO_NATIVE = {
@@ -176,7 +176,7 @@ class _Renderer:
                 template = MXNET_NP
             code = template.format(name)
             if bf16:
-                code = BF16_CAST[self.library].format(code)
+                code = BF16_CAST.get(self.library, "{}").format(code)  # none: float32 stays
             return code
         if isinstance(v, DType):
             return DTYPE_EXPR[self.library].format(v.name)

@@ -1,0 +1,208 @@
+"""Triage end to end with real libraries: minimized cases, classifications, repro scripts that
+show the same disagreement in each library's own environment, dedup across campaigns."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xamt.catalog import model
+from xamt.oracle.compare import compare
+from xamt.store import Store
+from xamt.types import Outcome
+
+GROUPS = r"^(log|sqrt|maximum|minimum|sign|remainder|floor_divide|argmax|mean|sinc)(\[axis\])?$"
+LIBS = "numpy,torch,jax,mxnet"
+
+
+def run_fuzz(out: Path, seed: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "xamt",
+        "fuzz",
+        "--budget",
+        "200",
+        "--libs",
+        LIBS,
+        "--group",
+        GROUPS,
+        "--out",
+        str(out),
+        "--seed",
+        str(seed),
+        "--reproduce",
+        "2",
+        *extra,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory, pythons: dict[str, str]) -> Path:
+    out = tmp_path_factory.mktemp("triage")
+    result = run_fuzz(out, 11)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return out
+
+
+def findings(out: Path) -> list[dict[str, object]]:
+    return json.loads((out / "findings.json").read_text())["findings"]
+
+
+def test_every_finding_is_signed_minimized_classified_and_scripted(campaign: Path) -> None:
+    found = findings(campaign)
+    assert found
+    groups = {g.id: g for g in model.load().groups}
+    elementwise_after = []
+    for f in found:
+        assert len(str(f["signature"])) == 16 and f["key"]
+        m = f["minimization"]
+        assert isinstance(m, dict) and m["elements_after"] <= m["elements_before"]
+        assert f["original_case"] is not None
+        assert f["classification"] in ("suspected-bug", "documented-difference")
+        repro = f["repro"]
+        assert isinstance(repro, dict) and set(repro) == set(f["apis"]) | {"xamt"}  # type: ignore[arg-type]
+        for path in repro.values():
+            assert (campaign / path).is_file()
+        if groups[str(f["group"])].family == "elementwise":
+            elementwise_after.append(m["elements_after"])
+    print(
+        f"median elements after minimization (elementwise): {statistics.median(elementwise_after)}"
+    )
+    assert elementwise_after and statistics.median(elementwise_after) <= 10
+
+
+def _outcome(lib: str, api: str, line: str) -> Outcome:
+    result = json.loads(line.removeprefix("RESULT "))
+    if result["status"] != "ok":
+        return Outcome(library=lib, api=api, status="error")
+    return Outcome(library=lib, api=api, status="ok", value=_array(result["value"]))
+
+
+def _array(plain: dict[str, object]) -> object:
+    if "seq" in plain:
+        return tuple(_array(v) for v in plain["seq"])  # type: ignore[union-attr]
+    special = {"nan": np.nan, "inf": np.inf, "-inf": -np.inf, "-0.0": -0.0}
+    dtype = np.dtype(str(plain["dtype"]))
+    data = plain["data"]
+    if dtype.kind == "c":
+        values = [complex(special.get(r, r), special.get(i, i)) for r, i in data]  # type: ignore[misc, union-attr]
+    else:
+        values = [special.get(x, x) if isinstance(x, str) else x for x in data]  # type: ignore[union-attr]
+    return np.array(values, dtype=dtype).reshape(plain["shape"])  # type: ignore[arg-type]
+
+
+def test_per_library_scripts_show_the_same_disagreement(
+    campaign: Path, pythons: dict[str, str]
+) -> None:
+    checked = 0
+    for f in findings(campaign):
+        if f["kind"] not in ("value", "nan", "inf", "signed-zero", "status", "shape", "dtype"):
+            continue
+        outcomes = {}
+        for lib, api in f["apis"].items():  # type: ignore[union-attr]
+            script = campaign / f["repro"][lib]  # type: ignore[index]
+            run = subprocess.run(
+                [pythons[lib], str(script)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            assert run.returncode == 0, run.stderr[-2000:]
+            line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+            assert "(finding made on" in run.stdout
+            outcomes[lib] = _outcome(lib, api, line)
+        kinds = {d.kind for d in compare(outcomes)}
+        assert f["kind"] in kinds, (f["key"], kinds)
+        checked += 1
+        if checked >= 6:
+            break
+    assert checked >= 1
+
+
+def test_two_campaigns_dedup_to_one_finding_per_signature(campaign: Path, tmp_path: Path) -> None:
+    out = tmp_path / "two"
+    for seed in (21, 22):
+        result = run_fuzz(out, seed)
+        assert result.returncode == 0, result.stdout + result.stderr
+    with Store(out / "xamt.sqlite") as store:
+        rows = store.findings()
+        signatures = [r.signature for r in rows]
+        assert len(signatures) == len(set(signatures))
+        both = [r for r in rows if r.campaigns == (1, 2)]
+        assert both, "the same groups under two seeds share findings"
+        assert all(r.occurrences == 2 for r in both)
+
+
+def test_repro_reports_still_present(campaign: Path) -> None:
+    sig = str(findings(campaign)[0]["signature"])
+    result = subprocess.run(
+        [sys.executable, "-m", "xamt", "repro", sig[:8], "--out", str(campaign), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)[0]
+    assert verdict["signature"] == sig and verdict["present"] is True
+    with Store(campaign / "xamt.sqlite") as store:
+        assert store.finding(sig).payload["verifications"][-1]["present"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["repro", "ffffffffffff"], 10, "no finding with signature"),
+        (["repro"], 2, "give a SIGNATURE or --all"),
+    ],
+)
+def test_repro_bad_input(campaign: Path, args: list[str], code: int, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "xamt", *args, "--out", str(campaign)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == code and message in result.stderr, result.stderr
+
+
+def test_corrupted_store_and_bad_known_differences(tmp_path: Path) -> None:
+    (tmp_path / "xamt.sqlite").write_bytes(b"not a database at all" * 100)
+    result = subprocess.run(
+        [sys.executable, "-m", "xamt", "repro", "--all", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 10 and "not an xamt store" in result.stderr
+    assert "Traceback" not in result.stderr
+    bad = tmp_path / "known.toml"
+    bad.write_text("[[difference]]\nid = 'x'\n")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xamt",
+            "fuzz",
+            "--known-differences",
+            str(bad),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 12 and str(bad) in result.stderr
