@@ -28,6 +28,8 @@ from xamt.catalog.model import Catalog
 from xamt.errors import OutputError, UnknownApi, UsageError, WorkerError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
 from xamt.outcomes import outcome_text
+from xamt.report.commands import file as file_command
+from xamt.report.commands import report as report_command
 from xamt.types import Call, Outcome
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
 
@@ -749,3 +751,8 @@ def repro_command(
         )
         for line in v.lines:
             out.print(f"    {line}", markup=False)
+
+
+# --- report and file -------------------------------------------------------------------------
+app.command("report")(handles_errors(report_command))
+app.command("file")(handles_errors(file_command))

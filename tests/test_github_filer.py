@@ -1,0 +1,690 @@
+"""The GitHub filer against the local fake of GitHub's REST endpoints (PyGithub pointed at it
+through ``base_url``): the issue lifecycle, idempotent re-runs, faults, rate limits, a filer
+killed mid-run, bad input, and the token never showing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from xamt.cli import handles_errors
+from xamt.report import commands, github
+from xamt.report.fakegithub import FakeGitHub
+from xamt.report.github import (
+    GitHubUnavailable,
+    IssueSnapshot,
+    IssueState,
+    PermissionDenied,
+    RepositoryError,
+    TokenError,
+    file_findings,
+    plan,
+    signature_marker,
+    signature_of,
+    state_of,
+)
+
+GOLDEN = Path(__file__).parent / "golden" / "report"
+REPO = "octo/fuzz"
+TOKEN = "ghp_fake_token_0123456789"
+
+
+def campaign(name: str = "c1") -> dict[str, Any]:
+    """The fixture findings (a real campaign's, plus a documented difference and an
+    adversarial one) as campaign ``name``: another name is another run."""
+    doc = json.loads((GOLDEN / "findings.json").read_text())
+    doc["campaign"] = {**doc["campaign"], "name": name}
+    return doc
+
+
+def signatures(doc: dict[str, Any]) -> list[str]:
+    return [f["signature"] for f in doc["findings"]]
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with FakeGitHub(token=TOKEN, repos={REPO: "write"}, max_per_page=4) as server:
+        yield server
+
+
+class Sleeps:
+    """A stand-in for time.sleep that records the waits."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def run(
+    fake: FakeGitHub, doc: dict[str, Any], tmp_path: Path, **options: Any
+) -> github.FilingResult:
+    settings: dict[str, Any] = {
+        "repo": REPO,
+        "token": TOKEN,
+        "base_url": fake.base_url,
+        "post": True,
+        "out_dir": tmp_path / f"out-{time.monotonic_ns()}",
+        "max_new": 100,
+        "close_after": 2,
+        "write_delay": 0,
+        "request_delay": 0,
+        "backoff": 0,
+        "sleep": Sleeps(),
+    }
+    settings.update(options)
+    return file_findings(doc, **settings)
+
+
+def by_signature(fake: FakeGitHub) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for issue in fake.issues(REPO):
+        sig = signature_of(issue["body"])
+        if sig:
+            found.setdefault(sig, []).append(issue)
+    return found
+
+
+def assert_each_filed_once(fake: FakeGitHub, doc: dict[str, Any]) -> None:
+    found = by_signature(fake)
+    assert sorted(found) == sorted(signatures(doc))
+    assert all(len(v) == 1 for v in found.values()), {k: len(v) for k, v in found.items()}
+
+
+def writes(fake: FakeGitHub) -> list[str]:
+    return [f"{e.method} {e.path}" for e in fake.log if e.method != "GET"]
+
+
+# -- the plan, without I/O ------------------------------------------------------------------
+
+
+def snap(number: int, sig: str, **kw: Any) -> IssueSnapshot:
+    state = kw.pop("xstate", IssueState())
+    return IssueSnapshot(
+        number=number,
+        title=f"issue {number}",
+        state=kw.pop("state", "open"),
+        state_reason=kw.pop("state_reason", None),
+        labels=("xamt",),
+        body=f"text\n{signature_marker(sig)}\n{state.marker()}\n",
+        **kw,
+    )
+
+
+def test_plan_decides_each_case() -> None:
+    doc = campaign()
+    sigs = signatures(doc)
+    existing = [
+        snap(1, sigs[0]),  # open: recurs
+        snap(2, sigs[1], state="closed", state_reason="completed"),  # comes back: regression
+        snap(3, sigs[2], state="closed", state_reason="not_planned"),  # stays closed
+        snap(4, "gone1", xstate=IssueState(misses=1)),  # second miss of 2: closes
+        snap(5, "gone2"),  # first miss: counted
+        snap(6, "back1", xstate=IssueState(misses=1)),  # verified again: reset
+        snap(7, "quiet"),  # nothing known: nothing done
+        snap(8, "fixed", state="closed", state_reason="completed"),  # missed again: nothing
+    ]
+    verified = {"gone1": False, "gone2": False, "back1": True, "fixed": False}
+    p = plan(doc, existing, verifications=verified, close_after=2, max_new=3, run="R")
+    got = {a.signature: a for a in p.actions}
+    assert got[sigs[0]].action == "recur" and got[sigs[0]].state == IssueState(
+        occurrences=2, misses=0, last_run="R"
+    )
+    assert "occurrence **2**" in got[sigs[0]].comment
+    assert got[sigs[1]].action == "regress" and got[sigs[1]].labels == ("regression",)
+    assert got[sigs[2]].action == "skip" and "not_planned" in got[sigs[2]].reason
+    assert got["gone1"].action == "close" and got["gone1"].close
+    assert got["gone2"].action == "miss" and got["gone2"].state.misses == 1  # type: ignore[union-attr]
+    assert got["back1"].action == "reset" and got["back1"].state.misses == 0  # type: ignore[union-attr]
+    assert "quiet" not in got and "fixed" not in got
+    counts = p.counts()
+    assert counts["create"] == 3 and counts["defer"] == len(sigs) - 3 - 3
+    creates = [a for a in p.actions if a.action == "create"]
+    # Suspected bugs first, by kind (crash, hang, resource, status, shape, dtype, ...).
+    assert [a.title.split()[1] for a in creates] == ["status", "shape", "dtype"]
+    assert all(a.labels[0] == "xamt" for a in creates)
+    # A re-run of the same input (same run key) does nothing twice.
+    rerun = [
+        snap(1, sigs[0], xstate=IssueState(occurrences=2, last_run="R")),
+    ]
+    again = plan(doc, rerun, run="R")
+    assert {a.signature: a.action for a in again.actions}[sigs[0]] == "skip"
+
+
+def test_plan_labels_documented_differences_apart_and_notes_duplicates() -> None:
+    doc = campaign()
+    sigs = signatures(doc)
+    p = plan(doc, [snap(1, sigs[0]), snap(9, sigs[0], state="closed")], run="R")
+    labels = {a.signature: a.labels for a in p.actions if a.action == "create"}
+    assert labels["d0c0d0c0d0c0d0c0"] == ("xamt", "documented-difference")
+    assert labels[sigs[3]] == ("xamt", "suspected-bug")
+    assert any("#1" in n and "#9" in n for n in p.notes)
+    with pytest.raises(ValueError):
+        plan(doc, [], close_after=0)
+
+
+# -- the lifecycle against the fake ---------------------------------------------------------
+
+
+def test_first_run_files_each_finding_once(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign()
+    result = run(fake, doc, tmp_path)
+    assert_each_filed_once(fake, doc)
+    assert len(result.issues("create")) == len(doc["findings"])
+    issues = {signature_of(i["body"]): i for i in fake.issues(REPO)}
+    documented = issues["d0c0d0c0d0c0d0c0"]
+    assert {lab["name"] for lab in documented["labels"]} == {"xamt", "documented-difference"}
+    crash = issues[doc["findings"][0]["signature"]]
+    assert {lab["name"] for lab in crash["labels"]} == {"xamt", "suspected-bug"}
+    assert crash["title"].startswith("[xamt] crash in tri (bool)")
+    assert state_of(crash["body"]).occurrences == 1
+    assert set(fake.labels(REPO)) == {"xamt", "suspected-bug", "documented-difference"}
+    plan_doc = json.loads(result.plan_path.read_text())
+    assert plan_doc["mode"] == "post"
+    assert all(a["outcome"]["done"] for a in plan_doc["actions"])
+
+
+def test_second_campaign_comments_instead_of_opening(fake: FakeGitHub, tmp_path: Path) -> None:
+    run(fake, campaign("c1"), tmp_path)
+    before = len(fake.issues(REPO))
+    result = run(fake, campaign("c2"), tmp_path)
+    assert len(fake.issues(REPO)) == before
+    assert result.plan.counts()["recur"] == before
+    for issue in fake.issues(REPO):
+        comments = fake.comments(REPO, issue["number"])
+        assert len(comments) == 1 and "occurrence **2**" in comments[0]["body"]
+        assert state_of(issue["body"]).occurrences == 2
+    # The same input again: nothing new, nothing posted twice.
+    log_size = len(fake.log)
+    again = run(fake, campaign("c2"), tmp_path)
+    assert again.plan.counts()["skip"] == before
+    assert [e for e in fake.log[log_size:] if e.method != "GET"] == []
+
+
+def test_absent_for_k_verifications_closes_and_return_reopens(
+    fake: FakeGitHub, tmp_path: Path
+) -> None:
+    doc = campaign("c1")
+    run(fake, doc, tmp_path)
+    gone = doc["findings"][6]["signature"]
+    number = by_signature(fake)[gone][0]["number"]
+    empty = {**campaign("v1"), "findings": []}
+    r1 = run(fake, empty, tmp_path, verifications={gone: False}, close_after=2)
+    assert r1.plan.counts()["miss"] == 1
+    issue = fake.issues(REPO)[number - 1]
+    assert issue["state"] == "open" and state_of(issue["body"]).misses == 1
+    r2 = run(fake, {**empty, "campaign": {"name": "v2"}}, tmp_path, verifications={gone: False})
+    assert r2.issues("close") == [number]
+    issue = fake.issues(REPO)[number - 1]
+    assert (issue["state"], issue["state_reason"]) == ("closed", "completed")
+    assert "consecutive verifications" in fake.comments(REPO, number)[-1]["body"]
+    # It comes back: reopened, labelled regression, commented.
+    r3 = run(fake, campaign("c3"), tmp_path)
+    assert r3.issues("regress") == [number]
+    issue = fake.issues(REPO)[number - 1]
+    assert issue["state"] == "open" and issue["state_reason"] == "reopened"
+    assert "regression" in {lab["name"] for lab in issue["labels"]}
+    assert fake.comments(REPO, number)[-1]["body"].startswith("**Regression:**")
+    assert_each_filed_once(fake, doc)
+
+
+def test_a_hit_resets_the_miss_counter(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign("c1")
+    run(fake, doc, tmp_path)
+    sig = doc["findings"][0]["signature"]
+    empty = {**campaign("v1"), "findings": []}
+    run(fake, empty, tmp_path, verifications={sig: False}, close_after=3)
+    run(fake, {**empty, "campaign": {"name": "v2"}}, tmp_path, verifications={sig: True})
+    issue = by_signature(fake)[sig][0]
+    assert state_of(issue["body"]).misses == 0 and issue["state"] == "open"
+
+
+def test_not_planned_stays_closed(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign("c1")
+    run(fake, doc, tmp_path)
+    sig = doc["findings"][2]["signature"]
+    number = by_signature(fake)[sig][0]["number"]
+    fake.set_state(REPO, number, "closed", "not_planned")  # a person decided
+    comments = len(fake.comments(REPO, number))
+    result = run(fake, campaign("c2"), tmp_path, verifications={sig: True})
+    issue = fake.issues(REPO)[number - 1]
+    assert (issue["state"], issue["state_reason"]) == ("closed", "not_planned")
+    assert len(fake.comments(REPO, number)) == comments
+    assert [a.action for a in result.plan.actions if a.signature == sig] == ["skip"]
+    assert_each_filed_once(fake, doc)
+
+
+def test_new_issues_are_capped_per_run(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign("c1")
+    first = run(fake, doc, tmp_path, max_new=4)
+    assert len(fake.issues(REPO)) == 4 and first.plan.counts()["defer"] == len(doc["findings"]) - 4
+    run(fake, campaign("c2"), tmp_path, max_new=4)
+    run(fake, campaign("c3"), tmp_path, max_new=4)
+    assert_each_filed_once(fake, doc)
+
+
+def test_pagination_and_an_enterprise_base_url(tmp_path: Path) -> None:
+    with FakeGitHub(token=TOKEN, repos={REPO: "write"}, prefix="/api/v3", max_per_page=2) as f:
+        doc = campaign("c1")
+        run(f, doc, tmp_path)
+        run(f, campaign("c2"), tmp_path)
+        assert_each_filed_once(f, doc)
+        pages = {e.query.get("page", ["1"])[0] for e in f.requests("GET", r"/issues$")}
+        assert len(pages) >= 5  # every page was read
+        assert all(e.path.startswith("/api/v3/") for e in f.log)
+
+
+def test_an_issue_that_lost_its_label_is_found_by_search(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign("c1")
+    sig = doc["findings"][0]["signature"]
+    body = "filed by hand, label removed\n" + signature_marker(sig) + "\n"
+    number = fake.add_issue(REPO, title="an old one", body=body)
+    run(fake, doc, tmp_path)
+    assert [i["number"] for i in fake.issues(REPO) if signature_of(i["body"]) == sig] == [number]
+    assert "occurrence **2**" in fake.comments(REPO, number)[0]["body"]
+    assert fake.requests("GET", r"/search/issues$")
+
+
+def test_bodies_over_githubs_limit_are_cut(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign("c1")
+    finding = doc["findings"][2]
+    libs = [f"lib{i}" for i in range(14)]
+    finding["apis"] = {lib: f"{lib}.add" for lib in libs}
+    finding["outputs"] = {
+        lib: {"api": f"{lib}.add", "status": "error", "result": "E" * 9000} for lib in libs
+    }
+    finding["repro"] = {lib: "x = 1\n" * 2000 for lib in libs}
+    run(fake, doc, tmp_path)
+    issue = by_signature(fake)[finding["signature"]][0]
+    assert 60000 < len(issue["body"]) <= 65536 and "truncated" in issue["body"]
+    run(fake, campaign("c2"), tmp_path)  # the state edit still fits
+    assert_each_filed_once(fake, doc)
+    assert state_of(by_signature(fake)[finding["signature"]][0]["body"]).occurrences == 2
+
+
+# -- faults and rate limits -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [("5xx", "POST", r"/issues$", {"times": 2})],
+        [("5xx-after", "POST", r"/issues$", {"times": 2, "skip": 1})],
+        [("drop", ".*", ".*", {"times": 3, "skip": 2})],
+        [("drop-after", "POST", r"/issues$", {"times": 2, "skip": 3})],
+        [("drop-after", "POST", r"/comments$", {"times": 2})],
+        [("5xx-after", "PATCH", ".*", {"times": 2})],
+        [("rate-primary", "POST", r"/issues$", {"skip": 2, "reset_in": 3})],
+        [("rate-secondary", "POST", ".*", {"times": 2, "retry_after": 7})],
+        [("rate-429", ".*", ".*", {"times": 2, "skip": 4, "retry_after": 2})],
+        [("5xx", "GET", r"/issues$", {"times": 2}), ("drop-after", "POST", ".*", {"times": 4})],
+    ],
+    ids=[
+        "5xx-on-create",
+        "5xx-after-create",
+        "dropped-connections",
+        "dropped-after-create",
+        "dropped-after-comment",
+        "5xx-after-edit",
+        "primary-rate-limit",
+        "secondary-rate-limit",
+        "429",
+        "mixed",
+    ],
+)
+def test_faults_never_duplicate_nor_lose(
+    fake: FakeGitHub, tmp_path: Path, faults: list[tuple[str, str, str, dict[str, Any]]]
+) -> None:
+    sleeps = Sleeps()
+    for kind, method, path, options in faults:
+        fake.inject(kind, method=method, path=path, **options)
+    doc = campaign("c1")
+    run(fake, doc, tmp_path, sleep=sleeps)
+    run(fake, campaign("c2"), tmp_path, sleep=sleeps)  # comments, edits
+    assert_each_filed_once(fake, doc)
+    for issue in fake.issues(REPO):
+        bodies = [c["body"] for c in fake.comments(REPO, issue["number"])]
+        assert len(bodies) == 1, bodies  # one recurrence comment, never two
+        assert state_of(issue["body"]).occurrences == 2
+    assert all(f.fired == f.times for f in fake.faults)
+    kinds = {k for k, *_ in faults}
+    if "rate-secondary" in kinds:
+        assert 7 in sleeps.waits
+    if "rate-429" in kinds:
+        assert 2 in sleeps.waits
+    if "rate-primary" in kinds:
+        assert any(2 <= w <= 5 for w in sleeps.waits)
+
+
+def test_a_rate_limit_beyond_the_wait_allowed_stops_cleanly(
+    fake: FakeGitHub, tmp_path: Path
+) -> None:
+    fake.inject("rate-primary", method="POST", path=r"/issues$", skip=3, reset_in=3600)
+    doc = campaign("c1")
+    with pytest.raises(GitHubUnavailable, match="re-run later") as info:
+        run(fake, doc, tmp_path, max_wait=60)
+    assert info.value.exit_code == 16
+    assert len(fake.issues(REPO)) == 3
+    run(fake, doc, tmp_path)  # the re-run finishes the job
+    assert_each_filed_once(fake, doc)
+
+
+def test_endless_rate_limit_answers_are_bounded(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.inject("rate-429", method="POST", path=r"/issues$", times=1000, retry_after=0)
+    with pytest.raises(GitHubUnavailable, match="rate limit"):
+        run(fake, campaign("c1"), tmp_path)
+    assert len(fake.requests("POST", r"/issues$")) == github.RATE_LIMIT_RETRIES + 1
+    assert fake.issues(REPO) == []
+
+
+def test_github_failing_for_good_is_bounded(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.inject("5xx", method="POST", path=r"/issues$", times=1000, skip=2)
+    doc = campaign("c1")
+    with pytest.raises(GitHubUnavailable, match="5 attempts"):
+        run(fake, doc, tmp_path, max_attempts=5)
+    assert len(fake.requests("POST", r"/issues$")) == 2 + 5
+    fake.faults.clear()
+    run(fake, doc, tmp_path)
+    assert_each_filed_once(fake, doc)
+
+
+FILER = """
+import json, sys
+from pathlib import Path
+from xamt.report.github import file_findings
+doc = json.loads(Path(sys.argv[1]).read_text())
+file_findings(doc, repo=sys.argv[2], token=sys.argv[3], base_url=sys.argv[4], post=True,
+              out_dir=Path(sys.argv[5]), max_new=100, write_delay=float(sys.argv[6]),
+              request_delay=0, backoff=0)
+print("finished")
+"""
+
+
+def start_filer(
+    fake: FakeGitHub, doc_path: Path, out: Path, write_delay: float
+) -> subprocess.Popen[str]:
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            FILER,
+            str(doc_path),
+            REPO,
+            TOKEN,
+            fake.base_url,
+            str(out),
+            str(write_delay),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def wait_for(predicate: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("moment", ["create-answer-pending", "between-writes"])
+def test_a_filer_killed_midway_and_run_again(fake: FakeGitHub, tmp_path: Path, moment: str) -> None:
+    doc = campaign("c1")
+    doc_path = tmp_path / "findings.json"
+    doc_path.write_text(json.dumps(doc))
+    if moment == "create-answer-pending":
+        # The first issue is created, but its answer never reaches the filer.
+        fake.inject("stall-after", method="POST", path=r"/issues$")
+        proc = start_filer(fake, doc_path, tmp_path / "out1", 0)
+        wait_for(lambda: len(fake.issues(REPO)) >= 1)
+        time.sleep(0.1)
+    else:
+        proc = start_filer(fake, doc_path, tmp_path / "out1", 0.3)
+        wait_for(lambda: len(fake.issues(REPO)) >= 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    fake.release()
+    filed = len(fake.issues(REPO))
+    assert 1 <= filed < len(doc["findings"])
+    again = start_filer(fake, doc_path, tmp_path / "out2", 0)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err[-3000:]
+    assert "finished" in out
+    assert_each_filed_once(fake, doc)
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+def test_a_bad_token_is_refused_before_any_write(fake: FakeGitHub, tmp_path: Path) -> None:
+    with pytest.raises(TokenError, match="refused the token") as info:
+        run(fake, campaign(), tmp_path, token="ghp_wrong_token_abcdef")
+    assert info.value.exit_code == 13
+    assert "ghp_wrong_token_abcdef" not in str(info.value)
+    assert writes(fake) == [] and fake.issues(REPO) == []
+    with pytest.raises(TokenError, match="needs a token"):
+        run(fake, campaign(), tmp_path, token=None)
+
+
+def test_an_unknown_or_invisible_repository(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_repo("octo/secret", "none")
+    for name in ("octo/nope", "octo/secret"):
+        with pytest.raises(RepositoryError, match="not found") as info:
+            run(fake, campaign(), tmp_path, repo=name)
+        assert info.value.exit_code == 14
+    with pytest.raises(RepositoryError, match="owner/name"):
+        run(fake, campaign(), tmp_path, repo="not a repo")
+    assert writes(fake) == []
+
+
+def test_no_permission_files_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_repo("octo/readonly", "read")
+    with pytest.raises(PermissionDenied, match="issues: write") as info:
+        run(fake, campaign(), tmp_path, repo="octo/readonly")
+    assert info.value.exit_code == 15
+    assert writes(fake) == [] and fake.issues("octo/readonly") == []
+
+
+def test_a_403_at_the_first_write_is_a_permission_error(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.inject("error", method="POST", path=".*", status=403, message="Resource not accessible")
+    with pytest.raises(PermissionDenied):
+        run(fake, campaign(), tmp_path)
+    assert fake.issues(REPO) == []
+
+
+# -- dry runs and secrets -------------------------------------------------------------------
+
+
+def test_dry_run_touches_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = campaign()
+    result = run(fake, doc, tmp_path, post=False, out_dir=tmp_path / "dry")
+    assert not result.posted and writes(fake) == []
+    plan_doc = json.loads((tmp_path / "dry" / "filing-plan.json").read_text())
+    assert plan_doc["mode"] == "dry-run" and plan_doc["counts"]["create"] == len(doc["findings"])
+    first = plan_doc["actions"][0]
+    body = (tmp_path / "dry" / first["body_file"]).read_text()
+    assert body.startswith("# [xamt] crash") and signature_of(body) == first["signature"]
+    # Without a token: no request at all, planned against the ledger when given.
+    n = len(fake.log)
+    ledger = tmp_path / "ledger.json"
+    run(fake, doc, tmp_path, state_file=ledger)  # posting writes the ledger
+    assert set(json.loads(ledger.read_text())["issues"]) == set(signatures(doc))
+    n = len(fake.log)
+    offline = file_findings(
+        campaign("c2"), repo=REPO, out_dir=tmp_path / "offline", state_file=ledger
+    )
+    assert len(fake.log) == n
+    assert offline.plan.counts()["recur"] == len(doc["findings"])
+
+
+def test_the_token_never_shows(
+    fake: FakeGitHub, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake.inject("drop-after", method="POST", path=r"/issues$", times=2)
+    fake.inject("rate-secondary", method="POST", path=r"/comments$", retry_after=1)
+    lines: list[str] = []
+    out = tmp_path / "out"
+    ledger = tmp_path / "ledger.json"
+    run(fake, campaign("c1"), tmp_path, out_dir=out, log=lines.append, state_file=ledger)
+    run(fake, campaign("c2"), tmp_path, out_dir=out, log=lines.append, state_file=ledger)
+    # An answer that (absurdly) repeats the token: scrubbed from the error.
+    fake.inject("error", method="POST", path=".*", status=422, message=f"bad {TOKEN} here")
+    with pytest.raises(GitHubUnavailable) as info:
+        run(fake, campaign("c3"), tmp_path, out_dir=out, log=lines.append, max_new=100)
+    assert TOKEN not in str(info.value) and "***" in str(info.value)
+    texts = [*lines, capsys.readouterr().out, str(info.value)]
+    texts += [p.read_text() for p in out.rglob("*") if p.is_file()] + [ledger.read_text()]
+    assert lines and not [t for t in texts if TOKEN in t]
+    assert all("authorization" not in e.headers for e in fake.log)
+
+
+# -- the `file` command ---------------------------------------------------------------------
+
+
+def file_app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("file")(handles_errors(commands.file))
+    app.command("other")(lambda: None)
+    return app
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(file_app(), ["file", *args], env=env)
+    text = result.output
+    assert "Traceback" not in text, text
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, text
+
+
+def test_file_command_dry_run_and_post(fake: FakeGitHub, tmp_path: Path) -> None:
+    findings = tmp_path / "findings.json"
+    findings.write_text(json.dumps(campaign()))
+    out = str(tmp_path / "out")
+    code, text = invoke(str(findings), "--repo", REPO, "--out", out, env={"GITHUB_TOKEN": ""})
+    assert code == 0 and "dry run" in text and writes(fake) == []
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN + "\n")
+    args = [str(findings), "--repo", REPO, "--out", out, "--post", "--write-delay", "0"]
+    code, text = invoke(
+        *args, "--token-file", str(token_file), "--base-url", fake.base_url, "--max-new", "3"
+    )
+    assert code == 0, text
+    assert "posted: create 3" in text and TOKEN not in text
+    assert len(fake.issues(REPO)) == 3
+    code, text = invoke(*args, env={"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base_url})
+    assert code == 0 and len(fake.issues(REPO)) == 9
+
+
+@pytest.mark.parametrize(
+    ("setup", "code", "message"),
+    [
+        ("no-token", 13, "needs a token"),
+        ("bad-token", 13, "refused the token"),
+        ("unreadable-token-file", 13, "cannot read the token file"),
+        ("empty-token-file", 13, "token file is empty"),
+        ("unknown-repo", 14, "not found"),
+        ("malformed-repo", 14, "owner/name"),
+        ("read-only", 15, "issues: write"),
+        ("bad-findings", 17, "not a readable findings.json"),
+        ("bad-verifications", 17, "signature to true/false"),
+        ("bad-cap", 2, "--max-new"),
+    ],
+)
+def test_file_command_bad_input(
+    fake: FakeGitHub, tmp_path: Path, setup: str, code: int, message: str
+) -> None:
+    fake.add_repo("octo/readonly", "read")
+    findings = tmp_path / "findings.json"
+    findings.write_text(json.dumps(campaign()))
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    repo = {"unknown-repo": "octo/nope", "malformed-repo": "nope", "read-only": "octo/readonly"}
+    args = [
+        str(findings),
+        "--repo",
+        repo.get(setup, REPO),
+        "--post",
+        "--base-url",
+        fake.base_url,
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    env = {"GITHUB_TOKEN": TOKEN}
+    if setup == "no-token":
+        env = {"GITHUB_TOKEN": ""}
+    elif setup == "bad-token":
+        env = {"GITHUB_TOKEN": "ghp_not_the_token"}
+    elif setup == "unreadable-token-file":
+        args += ["--token-file", str(tmp_path / "missing-token")]
+    elif setup == "empty-token-file":
+        token_file.write_text("\n")
+        args += ["--token-file", str(token_file)]
+    elif setup == "bad-findings":
+        findings.write_text("{not json")
+    elif setup == "bad-verifications":
+        bad = tmp_path / "v.json"
+        bad.write_text(json.dumps({"abc": "yes"}))
+        args += ["--verifications", str(bad)]
+    elif setup == "bad-cap":
+        args += ["--max-new", "-1"]
+    exit_code, text = invoke(*args, env=env)
+    assert exit_code == code, text
+    assert message in text
+    assert TOKEN not in text and "ghp_not_the_token" not in text
+    assert writes(fake) == [] and fake.issues(REPO) == []
+
+
+def test_verification_files(tmp_path: Path) -> None:
+    path = tmp_path / "v.json"
+    for data in (
+        {"a": True, "b": False},
+        {"verifications": {"a": True, "b": False}},
+        [{"signature": "a", "reproduced": True}, {"signature": "b", "reproduced": False}],
+        [
+            {"signature": "a", "key": "k", "present": True, "versions": {}, "lines": []},
+            {"signature": "b", "key": "k", "present": False, "versions": {}, "lines": []},
+        ],
+    ):
+        path.write_text(json.dumps(data))
+        assert commands.load_verifications(path) == {"a": True, "b": False}
+
+
+def test_request_counts_stay_small(fake: FakeGitHub, tmp_path: Path) -> None:
+    """A second campaign over N filed issues: one listing (paged), no search, no issue GETs."""
+    run(fake, campaign("c1"), tmp_path)
+    n = len(fake.log)
+    run(fake, campaign("c2"), tmp_path)
+    calls = Counter(
+        (e.method, re.sub(r"/\d+", "/N", e.path.split("/fuzz")[-1])) for e in fake.log[n:]
+    )
+    issues = len(fake.issues(REPO))
+    assert calls[("POST", "/issues/N/comments")] == issues
+    assert calls[("PATCH", "/issues/N")] == issues
+    assert calls[("GET", "/issues/N")] == 0  # listings carry every field PyGithub reads
+    assert not any("search" in path for _, path in calls)

@@ -1,0 +1,1193 @@
+"""The GitHub filer: one issue per finding, deduplicated by a hidden signature marker.
+
+:func:`plan` decides, without any I/O, what a run does with each finding and each issue xamt
+filed before; :func:`file_findings` writes that plan (and every body it would post) into a
+folder, and only with ``post=True`` carries it out through PyGithub.
+
+The lifecycle of an issue, for a finding with signature ``SIG``:
+
+==================================  ==========================================================
+situation                           what the filer does
+==================================  ==========================================================
+no issue carries SIG                opens one (labels ``xamt`` and ``suspected-bug`` or
+                                    ``documented-difference``); at most ``max_new`` per run,
+                                    the rest wait for the next run ("defer")
+open issue, finding seen again      comments with the occurrence count ("recur")
+open issue, a verification missed   counts the miss; after ``close_after`` consecutive misses
+                                    closes it as completed with a closing comment ("close")
+open issue, a verification hit      resets the miss count ("reset")
+closed as completed, seen again     reopens it with the ``regression`` label and a comment
+closed as not planned (or any       never reopened, never commented ("skip")
+other reason), seen again
+==================================  ==========================================================
+
+Note:
+    Identity. Every issue body ends with ``<!-- xamt-signature: SIG -->`` and a state marker
+    ``<!-- xamt-state: {"last_run": ..., "misses": ..., "occurrences": ...} -->``. Existing
+    issues are found by listing the repository's issues labelled ``xamt`` in all states, every
+    page (the listing is consistent right after a write, unlike the search API, which is only
+    a fallback, one query per run, for issues whose ``xamt`` label people removed).
+
+    Where the counters live. The miss counter and the occurrence count are kept in the issue
+    itself (the state marker of its body), not in a local file: the scheduled Action runs on
+    fresh machines, a marker travels with the issue, and people can see and reset it. The
+    optional ``state_file`` is a ledger (signature -> issue number, state, counters) written
+    after each write for other tools and artifacts; it is read only to plan a dry run that has
+    no token.
+
+    Re-runs. A run has a key (:func:`run_key`: a hash of the campaign, the signatures and the
+    verifications, or a name given by the caller). Every write of a run records the key: the
+    state marker of the issue it opened or edited, and a ``<!-- xamt-run: KEY EVENT -->`` line
+    in each comment. The state edit is the last write of an action, so a run killed at any
+    point and started again with the same input skips what was done (the issue's last run is
+    this key), finds a comment that was posted before the kill (by its run line), and finds an
+    issue that was created just before the kill (by its signature marker, in the listing).
+
+    Faults. PyGithub's own retries are off (they would repeat a POST that GitHub may already
+    have carried out). :class:`_Session` retries instead: rate-limit answers (403/429 with
+    ``Retry-After``, ``x-ratelimit-remaining: 0`` until the reset, secondary limits) wait and
+    retry, since GitHub did nothing; 5xx answers and dropped connections are ambiguous for a
+    POST, so before posting again the session looks for what the POST would have made (the
+    issue by its marker, the comment by its run line). Every retry loop is bounded
+    (``max_attempts``, ``max_wait``, :data:`RATE_LIMIT_RETRIES`). Writes are spaced by
+    ``write_delay`` seconds (PyGithub's ``seconds_between_writes``).
+
+    Secrets. The token is never written to the plan, the ledger or the log, and is scrubbed
+    from the text of every error this module raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from xamt.errors import OutputError, XamtError
+from xamt.report import render
+
+LABEL = "xamt"
+REGRESSION_LABEL = "regression"
+CLASSIFICATION_LABELS = {
+    "suspected-bug": "suspected-bug",
+    "documented-difference": "documented-difference",
+}
+LABELS = {
+    LABEL: ("5319e7", "Filed by xamt, the cross-framework differential fuzzer"),
+    "suspected-bug": ("d73a4a", "xamt: a discrepancy that matches no documented difference"),
+    "documented-difference": ("c5def5", "xamt: a discrepancy the libraries document"),
+    REGRESSION_LABEL: ("b60205", "xamt: a finding that came back after it was fixed"),
+}
+DEFAULT_BASE_URL = "https://api.github.com"
+DEFAULT_MAX_NEW = 10
+DEFAULT_CLOSE_AFTER = 3
+DEFAULT_WRITE_DELAY = 1.0
+DEFAULT_REQUEST_DELAY = 0.25
+DEFAULT_MAX_WAIT = 900.0
+DEFAULT_MAX_ATTEMPTS = 6
+SECONDARY_RATE_WAIT = 60.0
+# The most rate-limit answers one request may get before the run gives up.
+RATE_LIMIT_RETRIES = 20
+SEARCH_PAGES = 10
+PLAN_FILE = "filing-plan.json"
+BODIES_DIR = "bodies"
+# Room left under GitHub's body limit so the state marker can grow without a new cut.
+BODY_LIMIT = render.GITHUB_BODY_LIMIT - 64
+ACTIONS = ("create", "recur", "regress", "close", "miss", "reset", "skip", "defer")
+WRITE_ACTIONS = ACTIONS[:6]
+
+_SIGNATURE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/+=-]{0,127}$")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+SIGNATURE_MARKER_RE = re.compile(r"^<!-- xamt-signature: (\S+) -->[ \t]*$", re.MULTILINE)
+STATE_MARKER_RE = re.compile(r"^<!-- xamt-state: (\{[^\n]*\}) -->[ \t]*$", re.MULTILINE)
+RUN_MARKER_RE = re.compile(r"^<!-- xamt-run: (\S+) (\S+) -->[ \t]*$", re.MULTILINE)
+
+T = TypeVar("T")
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+class TokenError(XamtError):
+    """No token, an unreadable token file, or a token GitHub refuses (401)."""
+
+    exit_code = 13
+
+
+class RepositoryError(XamtError):
+    """A repository name that is malformed, unknown or invisible to the token, or whose
+    issues are turned off."""
+
+    exit_code = 14
+
+
+class PermissionDenied(XamtError):
+    """The token may read the repository but not write its issues (403)."""
+
+    exit_code = 15
+
+
+class GitHubUnavailable(XamtError):
+    """GitHub kept failing (5xx, dropped connections, a rate limit longer than the wait
+    allowed) after the bounded retries. What was done is recorded; a re-run continues it."""
+
+    exit_code = 16
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """``text`` without ``secret`` (nor its URL-quoted form)."""
+    if not secret:
+        return text
+    from urllib.parse import quote
+
+    for form in {secret, quote(secret, safe="")}:
+        text = text.replace(form, "***")
+    return text
+
+
+# -- records --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssueState:
+    """The counters kept in an issue's state marker."""
+
+    occurrences: int = 1
+    misses: int = 0
+    last_run: str = ""
+
+    def marker(self) -> str:
+        data = {"last_run": self.last_run, "misses": self.misses, "occurrences": self.occurrences}
+        return f"<!-- xamt-state: {json.dumps(data, sort_keys=True)} -->"
+
+
+def signature_marker(signature: str) -> str:
+    """The hidden line that identifies a finding's issue."""
+    return f"<!-- xamt-signature: {signature} -->"
+
+
+def run_marker(run: str, event: str) -> str:
+    """The hidden line that identifies the run (and event) that posted a comment."""
+    return f"<!-- xamt-run: {run} {event} -->"
+
+
+def signature_of(body: str | None) -> str | None:
+    """The signature in an issue body's marker (the last one), or None."""
+    found = SIGNATURE_MARKER_RE.findall(body or "")
+    return found[-1] if found else None
+
+
+def state_of(body: str | None) -> IssueState:
+    """The counters in an issue body's state marker; defaults when it has none."""
+    found = STATE_MARKER_RE.findall(body or "")
+    if not found:
+        return IssueState()
+    try:
+        data = json.loads(found[-1])
+        return IssueState(
+            occurrences=max(int(data.get("occurrences", 1)), 1),
+            misses=max(int(data.get("misses", 0)), 0),
+            last_run=str(data.get("last_run", "")),
+        )
+    except (ValueError, TypeError, AttributeError):
+        return IssueState()
+
+
+def with_state(body: str, state: IssueState) -> str:
+    """``body`` with its state marker replaced (or added after the signature marker)."""
+    matches = list(STATE_MARKER_RE.finditer(body))
+    if matches:
+        last = matches[-1]
+        new = body[: last.start()] + state.marker() + body[last.end() :]
+    else:
+        new = body.rstrip("\n") + "\n" + state.marker() + "\n"
+    if len(new) > render.GITHUB_BODY_LIMIT:
+        sig = signature_of(new)
+        head = SIGNATURE_MARKER_RE.sub("", STATE_MARKER_RE.sub("", new)).rstrip("\n") + "\n"
+        tail = "\n" + (signature_marker(sig) + "\n" if sig else "") + state.marker() + "\n"
+        new = render.fit_body(head, BODY_LIMIT, tail=tail)
+    return new
+
+
+@dataclass(frozen=True, kw_only=True)
+class IssueSnapshot:
+    """What the filer knows of one issue (from GitHub's listing, or a ledger)."""
+
+    number: int
+    title: str
+    state: str  # "open" or "closed"
+    state_reason: str | None
+    labels: tuple[str, ...]
+    body: str
+    comments: int = 0
+    url: str = ""
+
+    @property
+    def signature(self) -> str | None:
+        return signature_of(self.body)
+
+    @property
+    def xamt_state(self) -> IssueState:
+        return state_of(self.body)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Action:
+    """One step of a plan. ``state`` is what the issue's state marker becomes; ``body`` is the
+    body of a new issue; ``comment`` the comment to post (both rendered, markers included)."""
+
+    action: str
+    signature: str
+    issue: int | None = None
+    reason: str = ""
+    title: str = ""
+    body: str = ""
+    comment: str = ""
+    labels: tuple[str, ...] = ()
+    state: IssueState | None = None
+    close: bool = False
+    reopen: bool = False
+
+    @property
+    def writes(self) -> bool:
+        return self.action in WRITE_ACTIONS
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilingPlan:
+    """What one run does, in order: creates first (capped), then updates, then the rest."""
+
+    repo: str
+    run: str
+    close_after: int
+    max_new: int
+    actions: tuple[Action, ...]
+    notes: tuple[str, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        """Actions per kind, every kind present."""
+        out = dict.fromkeys(ACTIONS, 0)
+        for a in self.actions:
+            out[a.action] += 1
+        return out
+
+
+@dataclass(kw_only=True)
+class FilingResult:
+    """What :func:`file_findings` did: the plan, and per action its outcome when posted."""
+
+    plan: FilingPlan
+    posted: bool
+    out_dir: Path
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def plan_path(self) -> Path:
+        return self.out_dir / PLAN_FILE
+
+    def issues(self, action: str) -> list[int]:
+        """Issue numbers of the done actions of one kind."""
+        return [
+            int(o["issue"])
+            for o in self.outcomes
+            if o.get("action") == action and o.get("done") and o.get("issue") is not None
+        ]
+
+
+# -- planning (pure) ------------------------------------------------------------------------
+
+
+def run_key(doc: Mapping[str, Any], verifications: Mapping[str, bool] | None = None) -> str:
+    """A stable name for a run over this input: the same findings and verifications give the
+    same key, so a re-run after a kill recognizes its own writes."""
+    data = {
+        "campaign": doc.get("campaign"),
+        "libraries": doc.get("libraries"),
+        "signatures": sorted(str(f.get("signature")) for f in doc.get("findings") or []),
+        "verifications": sorted((str(k), bool(v)) for k, v in (verifications or {}).items()),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _primary(issues: Sequence[IssueSnapshot]) -> IssueSnapshot:
+    """Of several issues with one signature: an open one first, then the oldest."""
+    return sorted(issues, key=lambda i: (i.state != "open", i.number))[0]
+
+
+def _new_issue_order(finding: Mapping[str, Any]) -> tuple[int, tuple[int, str], str, str]:
+    documented = finding.get("classification") == "documented-difference"
+    kind = str(finding.get("kind"))
+    return (
+        int(documented),
+        render.kind_order(kind),
+        str(finding["group"]),
+        str(finding["signature"]),
+    )
+
+
+def decide(
+    signature: str,
+    *,
+    doc: Mapping[str, Any],
+    finding: Mapping[str, Any] | None,
+    verified: bool | None,
+    issue: IssueSnapshot | None,
+    run: str,
+    close_after: int,
+) -> Action | None:
+    """What to do about one signature (None: nothing). ``finding`` is its findings.json entry
+    when this campaign saw it; ``verified`` the result of re-running it, when there is one."""
+    seen = finding is not None or verified is True
+    if issue is None:
+        if finding is None:
+            if verified is True:
+                return Action(
+                    action="skip",
+                    signature=signature,
+                    reason="verified, but no issue carries it and the findings hold no data "
+                    "to file it with",
+                )
+            return None
+        state = IssueState(occurrences=1, misses=0, last_run=run)
+        classification = str(finding.get("classification", "suspected-bug"))
+        labels = (LABEL, CLASSIFICATION_LABELS.get(classification, "suspected-bug"))
+        markers = signature_marker(signature) + "\n" + state.marker()
+        return Action(
+            action="create",
+            signature=signature,
+            title=render.issue_title(finding, doc.get("libraries") or {}),
+            body=render.fit_body(
+                render.issue_body(finding, doc), BODY_LIMIT, tail="\n" + markers + "\n"
+            ),
+            labels=labels,
+            state=state,
+        )
+    old = issue.xamt_state
+    if old.last_run == run:
+        if seen or verified is False:
+            return Action(
+                action="skip",
+                signature=signature,
+                issue=issue.number,
+                reason="already done by this run (a re-run of the same input)",
+            )
+        return None
+    if issue.state == "closed":
+        if not seen:
+            return None
+        if issue.state_reason != "completed":
+            reason = issue.state_reason or "no reason given"
+            return Action(
+                action="skip",
+                signature=signature,
+                issue=issue.number,
+                reason=f"closed by people ({reason}); xamt never reopens it",
+            )
+        state = IssueState(occurrences=old.occurrences + 1, misses=0, last_run=run)
+        comment = render.regression_comment(
+            finding, doc, occurrences=state.occurrences, marker=run_marker(run, "regression")
+        )
+        return Action(
+            action="regress",
+            signature=signature,
+            issue=issue.number,
+            comment=comment,
+            labels=(REGRESSION_LABEL,),
+            state=state,
+            reopen=True,
+        )
+    if finding is not None:
+        state = IssueState(occurrences=old.occurrences + 1, misses=0, last_run=run)
+        comment = render.recurrence_comment(
+            finding, doc, occurrences=state.occurrences, marker=run_marker(run, "recurrence")
+        )
+        return Action(
+            action="recur", signature=signature, issue=issue.number, comment=comment, state=state
+        )
+    if verified is True:
+        if old.misses == 0:
+            return None
+        return Action(
+            action="reset",
+            signature=signature,
+            issue=issue.number,
+            reason=f"reproduced again after {old.misses} miss(es)",
+            state=replace(old, misses=0, last_run=run),
+        )
+    if verified is False:
+        state = replace(old, misses=old.misses + 1, last_run=run)
+        if state.misses >= close_after:
+            comment = render.closing_comment(
+                doc, misses=state.misses, marker=run_marker(run, "closing")
+            )
+            return Action(
+                action="close",
+                signature=signature,
+                issue=issue.number,
+                comment=comment,
+                state=state,
+                close=True,
+                reason=f"not reproduced in {state.misses} consecutive verifications",
+            )
+        return Action(
+            action="miss",
+            signature=signature,
+            issue=issue.number,
+            reason=f"not reproduced ({state.misses} of {close_after} before closing)",
+            state=state,
+        )
+    return None
+
+
+def plan(
+    findings_doc: Mapping[str, Any],
+    existing_issues: Sequence[IssueSnapshot],
+    *,
+    verifications: Mapping[str, bool] | None = None,
+    close_after: int = DEFAULT_CLOSE_AFTER,
+    max_new: int = DEFAULT_MAX_NEW,
+    run: str | None = None,
+    repo: str = "",
+) -> FilingPlan:
+    """Decide what to do with each finding and each filed issue; no I/O.
+
+    ``existing_issues`` are the repository's issues (those without a signature marker are
+    ignored); ``verifications`` maps signatures of previously filed findings to whether they
+    reproduced when re-run. New issues are opened suspected bugs first, by kind (crash first),
+    at most ``max_new``; the others are deferred to the next run.
+    """
+    if close_after < 1:
+        raise ValueError("close_after must be at least 1")
+    if max_new < 0:
+        raise ValueError("max_new must not be negative")
+    verifications = dict(verifications or {})
+    run = run or run_key(findings_doc, verifications)
+    notes: list[str] = []
+    by_signature: dict[str, list[IssueSnapshot]] = {}
+    for issue in existing_issues:
+        sig = issue.signature
+        if sig is not None:
+            by_signature.setdefault(sig, []).append(issue)
+    for sig, carriers in sorted(by_signature.items()):
+        if len(carriers) > 1:
+            keep = _primary(carriers)
+            rest = ", ".join(f"#{i.number}" for i in carriers if i is not keep)
+            notes.append(f"{sig}: several issues carry it; using #{keep.number}, not {rest}")
+    findings: dict[str, Mapping[str, Any]] = {}
+    for f in findings_doc.get("findings") or []:
+        sig = str(f.get("signature", ""))
+        if not _SIGNATURE.match(sig):
+            notes.append(f"a finding with an unusable signature {sig[:40]!r} is not filed")
+            continue
+        findings.setdefault(sig, f)
+    creates: list[tuple[Mapping[str, Any], Action]] = []
+    updates: list[Action] = []
+    others: list[Action] = []
+    signatures = list(findings) + sorted((set(verifications) | set(by_signature)) - set(findings))
+    for sig in signatures:
+        found = by_signature.get(sig)
+        action = decide(
+            sig,
+            doc=findings_doc,
+            finding=findings.get(sig),
+            verified=verifications.get(sig),
+            issue=_primary(found) if found else None,
+            run=run,
+            close_after=close_after,
+        )
+        if action is None:
+            continue
+        if action.action == "create":
+            creates.append((findings[sig], action))
+        elif action.writes:
+            updates.append(action)
+        else:
+            others.append(action)
+    creates.sort(key=lambda fa: _new_issue_order(fa[0]))
+    ordered = [a for _, a in creates[:max_new]]
+    deferred = [
+        Action(
+            action="defer",
+            signature=a.signature,
+            title=a.title,
+            reason=f"over the cap of {max_new} new issues per run; filed by a later run",
+        )
+        for _, a in creates[max_new:]
+    ]
+    return FilingPlan(
+        repo=repo,
+        run=run,
+        close_after=close_after,
+        max_new=max_new,
+        actions=tuple(ordered + updates + others + deferred),
+        notes=tuple(notes),
+    )
+
+
+# -- the plan on disk -----------------------------------------------------------------------
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
+
+
+def _body_files(plan: FilingPlan) -> list[dict[str, str]]:
+    files = []
+    for i, a in enumerate(plan.actions, 1):
+        names: dict[str, str] = {}
+        stem = f"{i:03d}-{a.action}-{re.sub(r'[^A-Za-z0-9_.-]', '_', a.signature)[:64]}"
+        if a.body:
+            names["body"] = f"{BODIES_DIR}/{stem}.md"
+        if a.comment:
+            names["comment"] = f"{BODIES_DIR}/{stem}-comment.md"
+        files.append(names)
+    return files
+
+
+def plan_document(
+    plan: FilingPlan, *, posted: bool, outcomes: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """The JSON of ``filing-plan.json``: the actions, where their texts are, their outcomes."""
+    files = _body_files(plan)
+    actions = []
+    for i, (a, names) in enumerate(zip(plan.actions, files, strict=True)):
+        entry: dict[str, Any] = {
+            "action": a.action,
+            "signature": a.signature,
+            "issue": a.issue,
+            "reason": a.reason,
+        }
+        if a.title:
+            entry["title"] = a.title
+        if a.labels:
+            entry["labels"] = list(a.labels)
+        if a.state is not None:
+            entry["state"] = asdict(a.state)
+        if a.close:
+            entry["close"] = "completed"
+        if a.reopen:
+            entry["reopen"] = True
+        entry.update({f"{k}_file": v for k, v in names.items()})
+        if i < len(outcomes):
+            entry["outcome"] = dict(outcomes[i])
+        actions.append(entry)
+    return {
+        "schema": 1,
+        "repo": plan.repo,
+        "run": plan.run,
+        "mode": "post" if posted else "dry-run",
+        "close_after": plan.close_after,
+        "max_new": plan.max_new,
+        "counts": plan.counts(),
+        "notes": list(plan.notes),
+        "actions": actions,
+    }
+
+
+def write_plan(
+    plan: FilingPlan,
+    out_dir: Path,
+    *,
+    posted: bool,
+    outcomes: Sequence[Mapping[str, Any]] = (),
+    bodies: bool = True,
+) -> Path:
+    """Write ``filing-plan.json`` and (with ``bodies``) each rendered title, body and comment."""
+    if bodies:
+        for a, names in zip(plan.actions, _body_files(plan), strict=True):
+            if "body" in names:
+                _atomic_write(out_dir / names["body"], f"# {a.title}\n\n{a.body}")
+            if "comment" in names:
+                _atomic_write(out_dir / names["comment"], a.comment)
+    path = out_dir / PLAN_FILE
+    doc = plan_document(plan, posted=posted, outcomes=outcomes)
+    _atomic_write(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def _ledger_snapshots(state_file: Path | None) -> list[IssueSnapshot]:
+    if state_file is None or not state_file.exists():
+        return []
+    try:
+        data = json.loads(state_file.read_text(encoding="utf-8"))
+        entries = data["issues"]
+        return [
+            IssueSnapshot(
+                number=int(e["number"]),
+                title=str(e.get("title", "")),
+                state=str(e.get("state", "open")),
+                state_reason=e.get("state_reason"),
+                labels=tuple(e.get("labels", (LABEL,))),
+                body=signature_marker(sig)
+                + "\n"
+                + IssueState(
+                    occurrences=int(e.get("occurrences", 1)),
+                    misses=int(e.get("misses", 0)),
+                    last_run=str(e.get("last_run", "")),
+                ).marker(),
+                comments=int(e.get("comments", 0)),
+                url=str(e.get("url", "")),
+            )
+            for sig, e in entries.items()
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise render.FindingsError(
+            f"{state_file}: not a readable xamt filing ledger ({exc}); remove it or name another"
+        ) from None
+
+
+def _ledger_entry(snap: IssueSnapshot) -> dict[str, Any]:
+    st = snap.xamt_state
+    return {
+        "number": snap.number,
+        "title": snap.title,
+        "url": snap.url,
+        "state": snap.state,
+        "state_reason": snap.state_reason,
+        "labels": list(snap.labels),
+        "comments": snap.comments,
+        "occurrences": st.occurrences,
+        "misses": st.misses,
+        "last_run": st.last_run,
+    }
+
+
+def _write_ledger(path: Path, repo: str, snapshots: Mapping[str, IssueSnapshot]) -> None:
+    doc = {
+        "schema": 1,
+        "repo": repo,
+        "issues": {sig: _ledger_entry(s) for sig, s in sorted(snapshots.items())},
+    }
+    _atomic_write(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+# -- talking to GitHub ----------------------------------------------------------------------
+
+
+def _rate_limit_wait(
+    status: int, headers: Mapping[str, Any], message: str, now: float
+) -> float | None:
+    """Seconds to wait before retrying a rate-limited request, or None if it was not one."""
+    if status not in (403, 429):
+        return None
+    lower = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+    retry_after = lower.get("retry-after")
+    if retry_after:
+        try:
+            return max(float(retry_after), 0.0)
+        except ValueError:
+            return SECONDARY_RATE_WAIT
+    if lower.get("x-ratelimit-remaining") == "0" and lower.get("x-ratelimit-reset", "").isdigit():
+        return max(int(lower["x-ratelimit-reset"]) - now, 0.0) + 1.0
+    text = message.lower()
+    if status == 429 or "rate limit" in text or text.endswith("try again later."):
+        return SECONDARY_RATE_WAIT
+    return None
+
+
+class _Ambiguous(Exception):
+    """A request whose effect is unknown (5xx, a dropped connection)."""
+
+
+class _Session:
+    """PyGithub with xamt's retry policy, error mapping and token scrubbing."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        base_url: str,
+        repo: str,
+        write_delay: float,
+        request_delay: float,
+        max_wait: float,
+        max_attempts: int,
+        backoff: float,
+        sleep: Callable[[float], None],
+        log: Callable[[str], None],
+        timeout: int,
+        per_page: int,
+    ) -> None:
+        import github
+
+        self._github_module = github
+        self.token = token
+        self.repo_name = repo
+        self.max_wait = max_wait
+        self.max_attempts = max(1, max_attempts)
+        self.backoff = backoff
+        self.sleep = sleep
+        self._log = log
+        self.gh = github.Github(
+            auth=github.Auth.Token(token),
+            base_url=base_url.rstrip("/"),
+            retry=None,
+            timeout=timeout,
+            per_page=per_page,
+            seconds_between_requests=request_delay,
+            seconds_between_writes=write_delay,
+        )
+        self.repo: Any = None
+
+    def log(self, message: str) -> None:
+        self._log(scrub(message, self.token))
+
+    def close(self) -> None:
+        self.gh.close()
+
+    # The one place requests are retried.
+    def call(
+        self,
+        what: str,
+        fn: Callable[[], T],
+        *,
+        recover: Callable[[], T | None] | None = None,
+    ) -> T:
+        """Run ``fn`` (one or more requests) with bounded retries.
+
+        Rate-limit answers wait and retry. 5xx answers and dropped connections retry after a
+        backoff, but first call ``recover`` (when given), which looks for what ``fn`` would
+        have made and returns it (or None)."""
+        from github import GithubException
+
+        waited = 0.0
+        attempt = 0  # failed attempts of the ambiguous kind (5xx, dropped connection)
+        limited = 0  # rate-limit answers (GitHub did nothing)
+        while True:
+            try:
+                return fn()
+            except GithubException as exc:
+                message = _message(exc)
+                wait = _rate_limit_wait(exc.status, exc.headers or {}, message, time.time())
+                if wait is not None:
+                    limited += 1
+                    if waited + wait > self.max_wait or limited > RATE_LIMIT_RETRIES:
+                        raise GitHubUnavailable(
+                            self._text(
+                                f"{what}: GitHub's rate limit asks to wait {wait:.0f} s more "
+                                f"(waited {waited:.0f} s of the {self.max_wait:.0f} s allowed); "
+                                "re-run later (a re-run continues where this one stopped and "
+                                "duplicates nothing)"
+                            )
+                        ) from None
+                    self.log(f"{what}: rate limited ({exc.status}); waiting {wait:.0f} s")
+                    waited += wait
+                    self.sleep(wait)
+                    continue
+                if exc.status is None or exc.status < 500:
+                    raise self._error(what, exc.status, message) from None
+                problem = f"GitHub answered {exc.status}"
+            except (OSError, http.client.HTTPException) as exc:  # requests' errors are OSErrors
+                problem = f"connection failed ({type(exc).__name__})"
+            attempt += 1
+            if recover is not None:
+                found = recover()
+                if found is not None:
+                    self.log(f"{what}: {problem}, but it had been done")
+                    return found
+            if attempt >= self.max_attempts:
+                raise GitHubUnavailable(
+                    self._text(
+                        f"{what}: {problem}, {self.max_attempts} attempts; re-run later (a "
+                        "re-run continues where this one stopped and duplicates nothing)"
+                    )
+                )
+            self.log(f"{what}: {problem}; retrying")
+            self.sleep(min(self.backoff * 2 ** (attempt - 1), 30.0))
+
+    def _text(self, message: str) -> str:
+        return scrub(message, self.token)
+
+    def _error(self, what: str, status: int | None, message: str) -> XamtError:
+        repo = self.repo_name
+        if status == 401:
+            return TokenError(
+                self._text(
+                    f"{what}: GitHub refused the token ({message or 'bad credentials'}); "
+                    "check GITHUB_TOKEN or the token file"
+                )
+            )
+        if status == 403:
+            return PermissionDenied(
+                self._text(
+                    f"{what}: the token may not do this in {repo} ({message}); give it "
+                    "'issues: write' (fine-grained) or the 'repo' scope (classic)"
+                )
+            )
+        if status == 404:
+            return RepositoryError(
+                self._text(
+                    f"{what}: {repo} not found, or not visible to this token; check the "
+                    "owner/name and the token's repository access"
+                )
+            )
+        if status == 410:
+            return RepositoryError(self._text(f"{what}: issues are turned off in {repo}"))
+        return GitHubUnavailable(self._text(f"{what}: GitHub answered {status}: {message}"))
+
+    # -- operations -------------------------------------------------------------------------
+
+    def open_repo(self) -> None:
+        repo = self.call("open the repository", lambda: self.gh.get_repo(self.repo_name))
+        if not repo.has_issues:
+            raise RepositoryError(f"issues are turned off in {self.repo_name}; turn them on")
+        perms = repo.permissions
+        if perms is not None and not (perms.push or perms.triage or perms.maintain or perms.admin):
+            raise PermissionDenied(
+                f"the token can read {self.repo_name} but not write its issues; give it "
+                "'issues: write' (fine-grained) or the 'repo' scope (classic)"
+            )
+        self.repo = repo
+
+    def list_issues(self) -> list[tuple[IssueSnapshot, Any]]:
+        """Every issue labelled ``xamt``, in all states, oldest first (all pages)."""
+
+        def fetch() -> list[tuple[IssueSnapshot, Any]]:
+            paged = self.repo.get_issues(
+                state="all", labels=[LABEL], sort="created", direction="asc"
+            )
+            return [(snapshot(i), i) for i in paged if "/pull/" not in (i.html_url or "")]
+
+        return self.call("list the xamt issues", fetch)
+
+    def find_recent(self, signature: str) -> Any | None:
+        """The newest xamt issue carrying ``signature`` (first page, newest first), or None."""
+
+        def fetch() -> Any | None:
+            page = self.repo.get_issues(
+                state="all", labels=[LABEL], sort="created", direction="desc"
+            ).get_page(0)
+            for issue in page:
+                if signature_of(issue.body) == signature:
+                    return issue
+            return None
+
+        return self.call(f"look for the issue of {signature}", fetch)
+
+    def search_unlabelled(self) -> list[Any]:
+        """The search API, as a fallback: issues whose body carries a signature marker but
+        which lack the ``xamt`` label (people removed it). One query per run, at most
+        :data:`SEARCH_PAGES` pages; a failing search is logged and yields nothing."""
+        query = f'"xamt-signature" repo:{self.repo_name} is:issue in:body -label:{LABEL}'
+
+        def fetch() -> list[Any]:
+            found: list[Any] = []
+            results = self.gh.search_issues(query)
+            seen = 0
+            for page in range(SEARCH_PAGES):
+                items = results.get_page(page)
+                seen += len(items)
+                found += [i for i in items if signature_of(i.body) is not None]
+                if not items or seen >= results.totalCount:
+                    break
+            return found
+
+        try:
+            return self.call("search for issues that lost the xamt label", fetch)
+        except (GitHubUnavailable, PermissionDenied) as exc:
+            self.log(f"the search fallback failed ({exc}); going on without it")
+            return []
+
+    def ensure_labels(self, names: Iterable[str]) -> None:
+        wanted = [n for n in dict.fromkeys(names) if n in LABELS]
+        if not wanted:
+            return
+        have = self.call(
+            "list the labels", lambda: {label.name for label in self.repo.get_labels()}
+        )
+        from github import GithubException
+
+        for name in wanted:
+            if name in have:
+                continue
+            color, description = LABELS[name]
+
+            def create(
+                name: str = name, color: str = color, description: str = description
+            ) -> bool:
+                try:
+                    self.repo.create_label(name, color, description)
+                except GithubException as exc:
+                    if exc.status != 422:  # 422: it exists (made meanwhile)
+                        raise
+                return True
+
+            self.call(f"create the label {name!r}", create)
+            self.log(f"created the label {name!r}")
+
+    def find_comment(self, issue: Any, run: str, event: str) -> Any | None:
+        def fetch() -> Any | None:
+            for comment in issue.get_comments():
+                for found_run, found_event in RUN_MARKER_RE.findall(comment.body or ""):
+                    if (found_run, found_event) == (run, event):
+                        return comment
+            return None
+
+        return self.call(f"read the comments of #{issue.number}", fetch)
+
+
+def _message(exc: Any) -> str:
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict):
+        return str(data.get("message", ""))
+    return str(data or "")
+
+
+def snapshot(issue: Any) -> IssueSnapshot:
+    """An :class:`IssueSnapshot` of a PyGithub issue (only fields every listing carries)."""
+    return IssueSnapshot(
+        number=int(issue.number),
+        title=str(issue.title or ""),
+        state=str(issue.state),
+        state_reason=issue.state_reason,
+        labels=tuple(label.name for label in issue.labels),
+        body=str(issue.body or ""),
+        comments=int(issue.comments or 0),
+        url=str(issue.html_url or ""),
+    )
+
+
+# -- carrying a plan out --------------------------------------------------------------------
+
+
+def _execute(
+    session: _Session,
+    action: Action,
+    *,
+    run: str,
+    issues: dict[int, Any],
+    snapshots: dict[int, IssueSnapshot],
+) -> dict[str, Any]:
+    """Carry out one write action; return its outcome (issue number, url)."""
+    sig = action.signature
+    if action.action == "create":
+        issue = session.call(
+            f"open the issue of {sig}",
+            lambda: session.repo.create_issue(
+                title=action.title, body=action.body, labels=list(action.labels)
+            ),
+            recover=lambda: session.find_recent(sig),
+        )
+        issues[issue.number] = issue
+        snapshots[issue.number] = snapshot(issue)
+        return {"issue": issue.number, "url": issue.html_url}
+    assert action.issue is not None and action.state is not None
+    issue = issues[action.issue]
+    snap = snapshots[action.issue]
+    event = {"recur": "recurrence", "regress": "regression", "close": "closing"}.get(action.action)
+    if action.comment and event:
+        posted = snap.comments > 0 and session.find_comment(issue, run, event) is not None
+        if not posted:
+            session.call(
+                f"comment on #{issue.number}",
+                lambda: issue.create_comment(action.comment),
+                recover=lambda: session.find_comment(issue, run, event),
+            )
+    for label in action.labels:
+        if label not in snap.labels:
+
+            def add(label: str = label) -> None:
+                issue.add_to_labels(label)
+
+            session.call(f"label #{issue.number}", add)
+    edit: dict[str, Any] = {"body": with_state(snap.body, action.state)}
+    if action.close:
+        edit.update(state="closed", state_reason="completed")
+    if action.reopen:
+        edit.update(state="open")
+    session.call(f"update #{issue.number}", lambda: issue.edit(**edit))
+    snapshots[action.issue] = snapshot(issue)
+    return {"issue": issue.number, "url": issue.html_url}
+
+
+def file_findings(
+    doc: Mapping[str, Any],
+    *,
+    repo: str,
+    token: str | None = None,
+    base_url: str = DEFAULT_BASE_URL,
+    post: bool = False,
+    out_dir: Path = Path("xamt-filing"),
+    max_new: int = DEFAULT_MAX_NEW,
+    close_after: int = DEFAULT_CLOSE_AFTER,
+    verifications: Mapping[str, bool] | None = None,
+    state_file: Path | None = None,
+    run: str | None = None,
+    write_delay: float = DEFAULT_WRITE_DELAY,
+    request_delay: float = DEFAULT_REQUEST_DELAY,
+    max_wait: float = DEFAULT_MAX_WAIT,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    backoff: float = 1.0,
+    search_fallback: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] | None = None,
+    timeout: int = 30,
+    per_page: int = 100,
+) -> FilingResult:
+    """Plan the filing of a findings document into ``repo``; with ``post``, carry it out.
+
+    Dry run (the default) writes ``out_dir/filing-plan.json`` and every rendered body and
+    comment under ``out_dir/bodies/``, and writes nothing anywhere else. With a token it plans
+    against the repository's live issues (reading only); without one, against the ledger in
+    ``state_file`` if there is one, else as if no issue existed.
+
+    With ``post=True`` (a token required) it checks the token, the repository and the
+    permission before any write (nothing is half-filed on bad input), creates the labels it
+    needs, and carries out the plan, recording each outcome in ``filing-plan.json`` (and the
+    ledger) as it goes. See the module's notes for re-runs, faults and rate limits.
+
+    Raises :class:`TokenError`, :class:`RepositoryError`, :class:`PermissionDenied`,
+    :class:`GitHubUnavailable`, ``OutputError``.
+    """
+    say = log or (lambda message: None)
+    if not _REPO.match(repo or ""):
+        raise RepositoryError(f"{repo!r} is not a repository name; write it as owner/name")
+    token = (token or "").strip() or None
+    if post and token is None:
+        raise TokenError(
+            "posting needs a token: set GITHUB_TOKEN or pass --token-file "
+            "(or leave out --post for a dry run)"
+        )
+    verifications = dict(verifications or {})
+    run = run or run_key(doc, verifications)
+    out_dir = Path(out_dir)
+    if token is None:
+        snapshots_list = _ledger_snapshots(state_file)
+        the_plan = plan(
+            doc,
+            snapshots_list,
+            verifications=verifications,
+            close_after=close_after,
+            max_new=max_new,
+            run=run,
+            repo=repo,
+        )
+        write_plan(the_plan, out_dir, posted=False)
+        return FilingResult(plan=the_plan, posted=False, out_dir=out_dir)
+    session = _Session(
+        token=token,
+        base_url=base_url,
+        repo=repo,
+        write_delay=write_delay,
+        request_delay=request_delay,
+        max_wait=max_wait,
+        max_attempts=max_attempts,
+        backoff=backoff,
+        sleep=sleep,
+        log=say,
+        timeout=timeout,
+        per_page=per_page,
+    )
+    try:
+        return _file_with(
+            session,
+            doc,
+            post=post,
+            out_dir=out_dir,
+            max_new=max_new,
+            close_after=close_after,
+            verifications=verifications,
+            state_file=state_file,
+            run=run,
+            search_fallback=search_fallback,
+        )
+    except XamtError as exc:
+        # The token must not leak through any message, whatever raised it.
+        exc.args = tuple(scrub(str(a), token) for a in exc.args)
+        raise
+    finally:
+        session.close()
+
+
+def _counts_text(the_plan: FilingPlan) -> str:
+    counts = the_plan.counts()
+    return ", ".join(f"{k} {n}" for k, n in counts.items() if n) or "nothing to do"
+
+
+def _file_with(
+    session: _Session,
+    doc: Mapping[str, Any],
+    *,
+    post: bool,
+    out_dir: Path,
+    max_new: int,
+    close_after: int,
+    verifications: Mapping[str, bool],
+    state_file: Path | None,
+    run: str,
+    search_fallback: bool,
+) -> FilingResult:
+    session.open_repo()
+    listed = session.list_issues()
+    issues = {snap.number: obj for snap, obj in listed}
+    snapshots = {snap.number: snap for snap, _ in listed}
+    session.log(f"{session.repo_name}: {len(listed)} issue(s) labelled {LABEL!r}")
+
+    def make_plan() -> FilingPlan:
+        return plan(
+            doc,
+            list(snapshots.values()),
+            verifications=verifications,
+            close_after=close_after,
+            max_new=max_new,
+            run=run,
+            repo=session.repo_name,
+        )
+
+    the_plan = make_plan()
+    wanted = {a.signature for a in the_plan.actions if a.action in ("create", "defer")}
+    if search_fallback and post and wanted:
+        found_any = False
+        for found in session.search_unlabelled():
+            sig = signature_of(found.body)
+            if sig in wanted and found.number not in snapshots:
+                session.log(f"{sig}: found #{found.number} by search (it lost the xamt label)")
+                issues[found.number] = found
+                snapshots[found.number] = snapshot(found)
+                found_any = True
+        if found_any:
+            the_plan = make_plan()
+    result = FilingResult(plan=the_plan, posted=post, out_dir=out_dir)
+    write_plan(the_plan, out_dir, posted=post)
+    if not post:
+        return result
+    by_signature = {s.signature: s for s in snapshots.values() if s.signature}
+
+    def record() -> None:
+        write_plan(the_plan, out_dir, posted=True, outcomes=result.outcomes, bodies=False)
+        if state_file is not None:
+            current = {s.signature: s for s in snapshots.values() if s.signature}
+            _write_ledger(state_file, session.repo_name, {**by_signature, **current})
+
+    session.ensure_labels(label for a in the_plan.actions if a.writes for label in a.labels)
+    for action in the_plan.actions:
+        outcome: dict[str, Any] = {"action": action.action, "signature": action.signature}
+        if action.writes:
+            try:
+                outcome.update(
+                    _execute(session, action, run=run, issues=issues, snapshots=snapshots)
+                )
+            except XamtError as exc:
+                outcome.update(done=False, error=scrub(str(exc), session.token))
+                result.outcomes.append(outcome)
+                record()
+                raise
+            outcome["done"] = True
+            session.log(f"{action.action} #{outcome['issue']} ({action.signature})")
+        else:
+            outcome.update(done=False, issue=action.issue, reason=action.reason)
+        result.outcomes.append(outcome)
+        record()
+    return result
