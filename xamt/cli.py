@@ -581,6 +581,13 @@ def fuzz(
         Path | None,
         typer.Option(help="Known-differences TOML (default: the one shipped with xamt)."),
     ] = None,
+    triage_budget: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds for minimizing findings (default: the fuzzing time, or "
+            "120 for a budget in cases); past it findings keep their original case."
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     variant: VariantOpt = "cpu",
 ) -> None:
@@ -676,6 +683,9 @@ def fuzz(
                     known=known,
                     versions=versions,
                     progress=lambda m: out.print(f"  {m}", markup=False),
+                    max_seconds=triage_budget
+                    if triage_budget is not None
+                    else (spent.seconds or 120.0),
                 )
             out.print(
                 f"triaged {summary.findings} findings: {summary.documented} documented "
@@ -683,7 +693,9 @@ def fuzz(
             )
         except KeyboardInterrupt:
             interrupted = True
-            err.print("reproduction interrupted: candidates stay pending (use --resume)")
+            err.print(
+                "interrupted: what was not reproduced or triaged stays pending (use --resume)"
+            )
         info = {
             "name": config.name,
             "seed": seed,
@@ -697,7 +709,7 @@ def fuzz(
             store, campaign.campaign_id, libraries=versions, campaign_info=info
         )
         write_findings(folder / "findings.json", document)
-        done = campaign.exhausted(time.monotonic()) and not interrupted
+        done = campaign.exhausted() and not interrupted
         if done:
             store.finish_campaign(campaign.campaign_id, summary=info)
     for line in summary_lines(document):

@@ -227,19 +227,20 @@ class Campaign:
             )
         return True
 
-    def exhausted(self, started: float) -> bool:
+    def exhausted(self) -> bool:
+        """Whether the budget is spent (``state.seconds`` counts fuzzing time up to the last
+        committed batch, across resumes)."""
         budget = self.config.budget
         if budget.cases is not None:
             return self.state.seq >= budget.cases
-        elapsed = self.state.seconds + time.monotonic() - started
-        return elapsed >= (budget.seconds or 0.0)
+        return self.state.seconds >= (budget.seconds or 0.0)
 
     def run(self, report: Callable[[Progress], None] = lambda _p: None) -> Progress:
         """Fuzz until the budget is spent; Ctrl-C stops after committing what is done."""
         started = time.monotonic()
         seconds_before = self.state.seconds
         try:
-            while not self.exhausted(started):
+            while not self.exhausted():
                 size = self.config.batch
                 if self.config.budget.cases is not None:
                     size = min(size, self.config.budget.cases - self.state.seq)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,14 @@ def triage(
     known: Sequence[KnownDifference],
     versions: Mapping[str, str],
     progress: Callable[[str], None] = lambda _m: None,
+    max_seconds: float | None = None,
 ) -> TriageSummary:
-    """Minimize, classify and script every finding of the campaign not triaged yet."""
+    """Minimize, classify and script every finding of the campaign not triaged yet.
+
+    Past ``max_seconds`` the remaining findings are classified and scripted with their
+    original case (their minimization ``stop`` is ``"skipped"``).
+    """
+    started = time.monotonic()
     predicate = pool_predicate(pool, groups)
     before, after = [], []
     documented = 0
@@ -78,6 +85,8 @@ def triage(
         else:
             progress(f"triage {n}/{len(rows)}: {payload.get('key', row.signature)}")
             cap = CALL_CAPS.get(row.kind)
+            if max_seconds is not None and time.monotonic() - started > max_seconds:
+                cap = 0
             result = minimize(
                 case,
                 row.signature,
@@ -89,7 +98,7 @@ def triage(
             payload["minimization"] = {
                 "calls": result.calls,
                 "seconds": round(result.seconds, 2),
-                "stop": result.stop,
+                "stop": "skipped" if cap == 0 else result.stop,
                 "accepted": result.accepted,
                 "elements_before": element_count(case, group),
                 "elements_after": element_count(current, group),
