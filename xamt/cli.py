@@ -27,6 +27,7 @@ from xamt.catalog.check import sample_groups
 from xamt.catalog.model import Catalog
 from xamt.errors import OutputError, UnknownApi, UsageError, WorkerError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
+from xamt.merge import merge_command
 from xamt.outcomes import outcome_text
 from xamt.report.commands import file as file_command
 from xamt.report.commands import report as report_command
@@ -768,3 +769,4 @@ def repro_command(
 # --- report and file -------------------------------------------------------------------------
 app.command("report")(handles_errors(report_command))
 app.command("file")(handles_errors(file_command))
+app.command("merge")(handles_errors(merge_command))

@@ -279,23 +279,18 @@ def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
     _check_output(out, paths)
 
     partial = out / f".{STORE_NAME}.partial"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{partial}{suffix}").unlink(missing_ok=True)
+    _remove_store(partial)
+    documents = [i.document for i in checked]
     try:
         Store(partial).close()  # the schema, exactly as xamt makes it
         campaigns, cases, merged = _copy_into(partial, checked)
+        entries = [_entry(sig, m) for sig, m in sorted(merged.items())]
+        _copy_repro(merged, out)
     except BaseException:
-        for suffix in ("", "-wal", "-shm"):
-            with suppress(OSError):
-                Path(f"{partial}{suffix}").unlink()
+        _remove_store(partial)
         raise
-
-    documents = [i.document for i in checked]
-    libraries = libraries_union(documents)
-    entries = [
-        finding_entry(sig, m.row.payload, m.occurrences) for sig, m in sorted(merged.items())
-    ]
     entries.sort(key=lambda e: (e["kind"], e["group"], e["signature"]))
+    libraries = libraries_union(documents)
     document = {
         "schema": SCHEMA,
         "xamt_version": __version__,
@@ -303,7 +298,6 @@ def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
         "campaign": campaign_info([dict(d.get("campaign") or {}) for d in documents]),
         "findings": entries,
     }
-    _copy_repro(merged, out)
     os.replace(partial, out / STORE_NAME)
     write_findings(out / FINDINGS_NAME, document)
     return MergeSummary(
@@ -317,6 +311,23 @@ def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
         store=out / STORE_NAME,
         findings_path=out / FINDINGS_NAME,
     )
+
+
+def _remove_store(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with suppress(OSError):
+            Path(f"{path}{suffix}").unlink()
+
+
+def _entry(signature: str, m: _Merged) -> dict[str, Any]:
+    """The findings.json entry of a merged finding (its payload must be xamt's own)."""
+    try:
+        return finding_entry(signature, m.row.payload, m.occurrences)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise NotAnOutputFolder(
+            f"{m.source / STORE_NAME}: finding {signature} is not one this xamt wrote "
+            f"(its payload lacks {exc}); merge outputs of the same xamt version"
+        ) from None
 
 
 def _copy_into(target: Path, inputs: Sequence[_Input]) -> tuple[int, int, dict[str, _Merged]]:
