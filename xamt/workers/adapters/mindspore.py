@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import BFloat16
+from ..protocol import DTYPE_NAMES, BFloat16
 from .base import Adapter, pin_threads
 
 
@@ -34,26 +34,7 @@ class MindsporeAdapter(Adapter):
         mindspore.set_device("CPU")
         mindspore.runtime.launch_blocking()
         self.lib = mindspore
-        self.dtypes = {
-            n: getattr(mindspore, n, None)
-            for n in (
-                "bool",
-                "int8",
-                "int16",
-                "int32",
-                "int64",
-                "uint8",
-                "uint16",
-                "uint32",
-                "uint64",
-                "float16",
-                "bfloat16",
-                "float32",
-                "float64",
-                "complex64",
-                "complex128",
-            )
-        }
+        self.dtypes = {n: getattr(mindspore, n, None) for n in DTYPE_NAMES}
         self.dtypes["bool"] = mindspore.bool_
 
     def seed(self, seed: int) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import BFloat16
+from ..protocol import DTYPE_NAMES, BFloat16
 from .base import Adapter, pin_threads
 
 
@@ -36,26 +36,7 @@ class TensorflowAdapter(Adapter):
 
         tf.get_logger().setLevel("ERROR")
         self.lib = tf
-        self.dtypes = {
-            n: getattr(tf, n)
-            for n in (
-                "bool",
-                "int8",
-                "int16",
-                "int32",
-                "int64",
-                "uint8",
-                "uint16",
-                "uint32",
-                "uint64",
-                "float16",
-                "bfloat16",
-                "float32",
-                "float64",
-                "complex64",
-                "complex128",
-            )
-        }
+        self.dtypes = {n: getattr(tf, n) for n in DTYPE_NAMES}
 
     def seed(self, seed: int) -> None:
         super().seed(seed)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
+from ..protocol import DTYPE_NAMES, BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
 from .base import Adapter, pin_threads
 
 
@@ -28,26 +28,7 @@ class TorchAdapter(Adapter):
 
         torch.set_num_threads(1)
         self.lib = torch
-        self.dtypes = {
-            n: getattr(torch, n, None)
-            for n in (
-                "bool",
-                "int8",
-                "int16",
-                "int32",
-                "int64",
-                "uint8",
-                "uint16",
-                "uint32",
-                "uint64",
-                "float16",
-                "bfloat16",
-                "float32",
-                "float64",
-                "complex64",
-                "complex128",
-            )
-        }
+        self.dtypes = {n: getattr(torch, n, None) for n in DTYPE_NAMES}
 
     def seed(self, seed: int) -> None:
         super().seed(seed)
