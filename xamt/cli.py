@@ -557,7 +557,8 @@ def fuzz(
     budget: Annotated[str, typer.Option(help="Time (90s, 10m, 1h) or a number of cases.")] = "2m",
     seed: Annotated[int, typer.Option(help="Seed of the campaign.")] = 1,
     libs: Annotated[
-        str | None, typer.Option(help="Comma-separated libraries (default: all).")
+        str | None,
+        typer.Option(envvar="XAMT_LIBS", help="Comma-separated libraries (default: all)."),
     ] = None,
     group: Annotated[
         str | None, typer.Option(help="Only groups whose id matches this regex.")
