@@ -537,20 +537,6 @@ def catalog_check(
 
 
 # --- fuzz ------------------------------------------------------------------------------------
-def _output_dir(path: Path) -> Path:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".xamt-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write to the output folder {path}: {exc.strerror or exc}; "
-            "choose another with --out"
-        ) from None
-    return path
-
-
 @app.command("fuzz")
 @handles_errors
 def fuzz(
@@ -606,7 +592,12 @@ def fuzz(
         parse_shard,
         select_groups,
     )
-    from xamt.fuzz.output import findings_document, summary_lines, write_findings
+    from xamt.fuzz.output import (
+        findings_document,
+        summary_lines,
+        writable_folder,
+        write_findings,
+    )
     from xamt.fuzz.reproduce import reproduce
     from xamt.store import Store
     from xamt.triage.known import DEFAULT_PATH, load_known
@@ -633,7 +624,7 @@ def fuzz(
             f"no group matches --group {group!r} with these libraries and shard; "
             "see `xamt catalog list`"
         )
-    folder = _output_dir(out_dir)
+    folder = writable_folder(out_dir, "choose another with --out")
     pythons = {lib: envs.interpreter(lib, variant) for lib in chosen}
     config = CampaignConfig(
         name=f"fuzz-{shard_spec[0]}-{shard_spec[1]}",

@@ -45,7 +45,7 @@ import typer
 
 from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
-from xamt.fuzz.output import SCHEMA, finding_entry, write_findings
+from xamt.fuzz.output import SCHEMA, finding_entry, writable_folder, write_findings
 from xamt.store import FindingRow, Store, StoreError
 
 STORE_NAME = "xamt.sqlite"
@@ -249,15 +249,7 @@ def _check_output(out: Path, inputs: Sequence[Path]) -> None:
             raise OutputError(
                 f"{out}: already holds an xamt output ({name}); name a new or empty folder"
             )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".xamt-write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write to the output folder {out}: {exc.strerror or exc}; choose another"
-        ) from None
+    writable_folder(out)
 
 
 def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:

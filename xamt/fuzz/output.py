@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from xamt import __version__
+from xamt.errors import OutputError
 from xamt.store import Store
 
 SCHEMA = 1
@@ -59,11 +60,34 @@ def findings_document(
     }
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (a reader never sees half of it); OutputError if not."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
+
+
+def writable_folder(path: Path, hint: str = "choose another") -> Path:
+    """Create ``path`` if needed and check that files can be written in it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".xamt-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write to the output folder {path}: {exc.strerror or exc}; {hint}"
+        ) from None
+    return path
+
+
 def write_findings(path: Path, document: dict[str, Any]) -> None:
-    """Write atomically: a reader never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    """Write findings.json atomically."""
+    write_atomic(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
 
 
 def summary_lines(document: dict[str, Any]) -> list[str]:

@@ -16,20 +16,11 @@ from typing import Annotated, Any
 import typer
 
 from xamt.errors import OutputError, UsageError
+from xamt.fuzz.output import write_atomic
 
 DEFAULT_BASE_URL = "https://api.github.com"
 # GitHub keeps at most 1 MiB of step summary per step.
 STEP_SUMMARY_LIMIT = 1024 * 1024
-
-
-def _write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
 
 
 def append_step_summary(markdown: str, path: str | None = None) -> Path | None:
@@ -76,8 +67,8 @@ def report(
     families = render.group_families(catalog)
     summary = render.summary_markdown(doc)
     html = render.report_html(doc, families)
-    _write(out / "summary.md", summary)
-    _write(out / "report.html", html)
+    write_atomic(out / "summary.md", summary)
+    write_atomic(out / "report.html", html)
     typer.echo(f"wrote {out / 'summary.md'} and {out / 'report.html'}")
     if step_summary:
         target = append_step_summary(summary)

@@ -61,7 +61,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,7 +68,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from xamt.errors import OutputError, XamtError
+from xamt.errors import XamtError
+from xamt.fuzz.output import write_atomic
 from xamt.report import render
 
 LABEL = "xamt"
@@ -533,16 +533,6 @@ def plan(
 # -- the plan on disk -----------------------------------------------------------------------
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
-
-
 def _body_files(plan: FilingPlan) -> list[dict[str, str]]:
     files = []
     for i, a in enumerate(plan.actions, 1):
@@ -608,12 +598,12 @@ def write_plan(
     if bodies:
         for a, names in zip(plan.actions, _body_files(plan), strict=True):
             if "body" in names:
-                _atomic_write(out_dir / names["body"], f"# {a.title}\n\n{a.body}")
+                write_atomic(out_dir / names["body"], f"# {a.title}\n\n{a.body}")
             if "comment" in names:
-                _atomic_write(out_dir / names["comment"], a.comment)
+                write_atomic(out_dir / names["comment"], a.comment)
     path = out_dir / PLAN_FILE
     doc = plan_document(plan, posted=posted, outcomes=outcomes)
-    _atomic_write(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     return path
 
 
@@ -670,7 +660,7 @@ def _write_ledger(path: Path, repo: str, snapshots: Mapping[str, IssueSnapshot])
         "repo": repo,
         "issues": {sig: _ledger_entry(s) for sig, s in sorted(snapshots.items())},
     }
-    _atomic_write(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
 # -- talking to GitHub ----------------------------------------------------------------------
