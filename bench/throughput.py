@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -68,7 +68,7 @@ def main() -> int:
         for i in range(0, len(warm), opts.batch):
             execute_cases(pool, warm[i : i + opts.batch], by_id, members)
         todo = cases(opts.cases)
-        per_lib: Counter[str] = Counter()
+        per_lib: dict[str, float] = defaultdict(float)
         statuses: Counter[str] = Counter()
         found = 0
         started = time.perf_counter()

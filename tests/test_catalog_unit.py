@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from xamt.catalog import model
-from xamt.catalog.build import Plan, agree, form_groups, to_plain
+from xamt.catalog.build import Plan, agree, candidates, canonical_inputs, form_groups, to_plain
 from xamt.catalog.model import CatalogError
 from xamt.catalog.normalize import binding_of, canonical_op, exclusion_reason
 
@@ -73,6 +73,7 @@ def test_committed_catalog_loads_and_round_trips(tmp_path: Path) -> None:
         ),
         ([group(members=[{"library": "numpy", "api": "numpy.abs"}])], "two libraries"),
         ([{"id": "broken"}], "malformed entry"),
+        ([group(shapes="triangular")], "unknown shapes 'triangular'"),
     ],
 )
 def test_bad_catalog_entries_name_the_file_and_entry(
@@ -107,6 +108,12 @@ def test_unreadable_catalog(tmp_path: Path) -> None:
         ("mxnet.nd.broadcast_add", "add"),
         ("torch.abs_", "abs"),
         ("numpy.arccos", "acos"),
+        ("paddle.bitwise_invert", "bitwise_not"),  # alias matched without its underscores
+        ("torch.float_power_", "float_power"),
+        ("mxnet.nd.linalg_det", "det"),  # mxnet's linalg_ prefix
+        ("tensorflow.raw_ops.BatchMatMul", "matmul"),  # tensorflow's batch_ prefix
+        ("mindspore.ops.softmax_ext", "softmax"),  # mindspore's _ext suffix
+        ("tensorflow.raw_ops.TopKV2", "topk"),
     ],
 )
 def test_names_normalize_to_one_operation(path: str, op: str) -> None:
@@ -127,6 +134,8 @@ def test_names_normalize_to_one_operation(path: str, op: str) -> None:
         ("tensorflow.nn.max_pool2d", "layout"),
         ("numpy.save", "input/output"),
         ("torch.empty_like", "uninitialized"),
+        ("torch.svd_lowrank", "randomized"),
+        ("mindspore.Tensor.searchsorted", "call order"),  # one API, by full path
     ],
 )
 def test_traps_are_excluded_with_a_reason(path: str, why: str) -> None:
@@ -180,6 +189,14 @@ def test_parameter_roles() -> None:
         ]
     )
     assert blocked.blocked == ("frobnication_level",)
+    transpose = binding_of(  # torch.transpose: the second axis name moves on to axis2
+        [
+            {"name": "input", "kind": "positional_or_keyword"},
+            {"name": "dim0", "kind": "positional_or_keyword"},
+            {"name": "dim1", "kind": "positional_or_keyword"},
+        ]
+    )
+    assert [(p.role, p.name) for p in transpose.params] == [("axis1", "dim0"), ("axis2", "dim1")]
     stack = binding_of([{"name": "tensors", "kind": "positional_or_keyword"}])
     assert stack.sequence == ("tensors", False)
     assert not binding_of([{"name": "args", "kind": "var_positional"}]).known
@@ -210,3 +227,60 @@ def test_agreement_and_group_forming() -> None:
     results = [[a], [a], [far], [far]]
     groups = form_groups(members, results)  # type: ignore[arg-type]
     assert groups == [[0, 1], [2, 3]]  # the odd pair is split off, into a group of its own
+
+
+def api(path: str, *params: str) -> dict[str, object]:
+    """An inventory entry; a parameter written ``name=default`` is optional."""
+    out = []
+    for p in params:
+        name, eq, default = p.partition("=")
+        out.append(
+            {"name": name, "kind": "positional_or_keyword", **({"default": default} if eq else {})}
+        )
+    return {"path": path, "kind": "function", "params": out}
+
+
+def test_candidate_plans() -> None:
+    inventories = {
+        "numpy": {
+            "apis": [
+                api("numpy.concatenate", "arrays", "axis=0"),
+                api("numpy.round", "a", "decimals=0"),
+                api("numpy.tile", "A", "reps"),
+                api("numpy.sum", "a", "axis=None", "keepdims=False"),
+            ]
+        },
+        "torch": {
+            "apis": [
+                api("torch.cat", "tensors", "dim=0"),
+                api("torch.round", "input", "decimals=0"),
+                api("torch.sum", "input", "dim=None", "keepdim=False"),
+            ]
+        },
+        "jax": {"apis": [api("jax.numpy.tile", "A", "reps")]},
+        "tensorflow": {"apis": [api("tensorflow.keras.ops.tile", "x", "repeats")]},
+    }
+    buckets = {
+        (op, plan.roles): {c.api for c in cands}
+        for (op, plan), cands in candidates(inventories).items()
+    }
+    # a list of arrays is one role, `xs`
+    assert buckets[("concat", ("xs",))] == {"numpy.concatenate", "torch.cat"}
+    assert buckets[("concat", ("xs", "axis"))] == {"numpy.concatenate", "torch.cat"}
+    # an optional role taken by two libraries makes a variant plan
+    assert buckets[("round", ("x", "decimals"))] == {"numpy.round", "torch.round"}
+    assert ("sum", ("x", "keepdims", "axis")) in buckets
+    # each required set is its own plan: keras' `repeats` does not push numpy and jax out
+    assert buckets[("tile", ("x", "reps"))] == {"numpy.tile", "jax.numpy.tile"}
+
+
+def test_canonical_inputs_by_kind() -> None:
+    import numpy as np
+
+    for shapes in ("square", "batched"):
+        for (a,) in canonical_inputs(Plan(arrays=1, axis=False), "float32", shapes):
+            assert a.shape[-1] == a.shape[-2] and a.dtype == np.float32
+            np.testing.assert_allclose(a, np.swapaxes(a, -1, -2))
+            np.linalg.cholesky(a.astype(np.float64))  # positive definite: does not raise
+    vectors = canonical_inputs(Plan(arrays=2, axis=False), "int32", "vector")
+    assert all(x.ndim == 1 and y.ndim == 1 and x.dtype == np.int32 for x, y in vectors)

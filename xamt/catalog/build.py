@@ -25,6 +25,7 @@ Execution results are checkpointed, so an interrupted build resumes where it sto
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
@@ -54,10 +55,27 @@ from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16, Opaque
 
 Progress = Callable[[str], None]
-SHAPES = ((3, 4), (2, 3, 4), (5,))
-DTYPES = ("float32", "int32", "bool")
+SHAPES = {
+    "any": ((3, 4), (2, 3, 4), (5,)),
+    "square": ((3, 3), (4, 4), (5, 5)),
+    "batched": ((2, 3, 3), (3, 4, 4), (1, 2, 2)),
+    "vector": ((3,), (5,), (8,)),
+}
+# Input kinds, tried in order until a member runs: (dtype, shapes). Square kinds hold symmetric
+# positive definite float32 matrices, inside the domain of every linear-algebra operation;
+# vectors are for 1-D operations (polynomials, correlate, vander, bincount).
+KINDS = (
+    ("float32", "any"),
+    ("int32", "any"),
+    ("bool", "any"),
+    ("float32", "square"),
+    ("float32", "batched"),
+    ("float32", "vector"),
+    ("int32", "vector"),
+)
 RTOL, ATOL = 1e-4, 1e-5
 AXIS = 0
+KEEPDIMS = True  # the non-default value, for the keepdims variant of a reduction
 SEQUENCE_LENGTH = 2  # how many canonical arrays a sequence role gets
 BATCH = 400
 INPUT_SEED = 20261130
@@ -67,12 +85,17 @@ SKIP_KINDS = frozenset({"class"})
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    """How a bucket is called: array roles, scalar roles (canonical values), ``axis`` or not."""
+    """How a bucket is called: array roles, scalar roles (canonical values), ``axis`` or not.
+
+    ``extra`` is an optional role given a non-default value (``keepdims=True``, ``decimals=1``):
+    a variant that checks the members read that parameter alike.
+    """
 
     arrays: int
     axis: bool
     scalars: tuple[str, ...] = ()
     sequence: bool = False  # the arrays go as one list (role ``xs``)
+    extra: tuple[str, ...] = ()
 
     @property
     def array_roles(self) -> tuple[str, ...]:
@@ -81,7 +104,7 @@ class Plan:
     @property
     def roles(self) -> tuple[str, ...]:
         arrays = (SEQUENCE_ROLE,) if self.sequence else self.array_roles
-        return (*arrays, *self.scalars, *(("axis",) if self.axis else ()))
+        return (*arrays, *self.scalars, *self.extra, *(("axis",) if self.axis else ()))
 
     @property
     def key(self) -> str:
@@ -111,6 +134,8 @@ class Candidate:
 
     @property
     def arity(self) -> int:
+        if self.binding.sequence is not None:
+            return SEQUENCE_LENGTH
         return len(self.binding.arrays) if self.binding.known else 0
 
     def fits(self, plan: Plan) -> bool:
@@ -118,9 +143,9 @@ class Candidate:
         b = self.binding
         if not b.known:
             return not plan.axis and not plan.scalars
-        if b.blocked or len(b.arrays) != plan.arrays:
+        if b.blocked or self.arity != plan.arrays or (b.sequence is not None) != plan.sequence:
             return False
-        given = set(plan.scalars) | ({"axis"} if plan.axis else set())
+        given = set(plan.scalars) | set(plan.extra) | ({"axis"} if plan.axis else set())
         takes = {p.role for p in b.params}
         return b.required_roles - {"keepdims", "dtype"} <= given and given <= takes
 
@@ -131,18 +156,17 @@ class Candidate:
             return Member(
                 library=self.library, api=self.api, args=plan.array_roles, callable=self.callable
             )
-        args = [
-            r for (_, kw_only), r in zip(b.arrays, plan.array_roles, strict=True) if not kw_only
-        ]
-        kwargs = {
-            name: r
-            for (name, kw_only), r in zip(b.arrays, plan.array_roles, strict=True)
-            if kw_only
-        }
+        arrays = (
+            [(b.sequence, SEQUENCE_ROLE)]
+            if b.sequence is not None
+            else list(zip(b.arrays, plan.array_roles, strict=True))
+        )
+        args = [r for (_, kw_only), r in arrays if not kw_only]
+        kwargs = {name: r for (name, kw_only), r in arrays if kw_only}
         if args and kwargs:  # keyword-only arrays after positional ones: all by keyword
-            kwargs = {name: r for (name, _), r in zip(b.arrays, plan.array_roles, strict=True)}
+            kwargs = {name: r for (name, _), r in arrays}
             args = []
-        given = set(plan.scalars) | ({"axis"} if plan.axis else set())
+        given = set(plan.scalars) | set(plan.extra) | ({"axis"} if plan.axis else set())
         optional = {}
         for p in b.params:
             if p.role not in given:
@@ -172,23 +196,27 @@ def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
         if plan.sequence
         else dict(zip(plan.array_roles, inputs, strict=True))
     )
-    for role in plan.scalars:
-        values[role] = scalar_value(role, with_arrays=plan.arrays > 0)
+    for role in (*plan.scalars, *plan.extra):
+        values[role] = (
+            KEEPDIMS if role == "keepdims" else scalar_value(role, with_arrays=plan.arrays > 0)
+        )
     if plan.axis:
         values["axis"] = AXIS
     return values
 
 
-def canonical_inputs(plan: Plan, dtype: str) -> list[tuple[np.ndarray, ...]]:
+def canonical_inputs(plan: Plan, dtype: str, shapes: str = "any") -> list[tuple[np.ndarray, ...]]:
     """The seeded inputs every member of a plan is validated on, one tuple per shape."""
     rng = np.random.default_rng(INPUT_SEED)
     if plan.arrays == 0:
         return [()]  # nothing varies: one call
     sets = []
-    for shape in SHAPES:
+    for shape in SHAPES[shapes]:
         arrays = []
         for _ in range(plan.arrays):
-            if dtype == "float32":
+            if shapes in ("square", "batched"):
+                arrays.append(spd_matrix(rng, shape))
+            elif dtype == "float32":
                 arrays.append(rng.uniform(0.1, 0.9, shape).astype(np.float32))
             elif dtype == "int32":
                 arrays.append(rng.integers(1, 10, shape).astype(np.int32))
@@ -198,6 +226,14 @@ def canonical_inputs(plan: Plan, dtype: str) -> list[tuple[np.ndarray, ...]]:
     return sets
 
 
+def spd_matrix(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """A (batch of) symmetric positive definite, well-conditioned float32 matrices."""
+    n = shape[-1]
+    r = rng.uniform(0.1, 0.9, shape)
+    spd = r @ np.swapaxes(r, -1, -2) / n + np.eye(n)
+    return spd.astype(np.float32)
+
+
 Bucket = tuple[str, Plan]
 
 
@@ -205,10 +241,10 @@ def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, lis
     """Candidate buckets: (operation, plan) -> the APIs that fit the plan, for buckets spanning
     two libraries.
 
-    APIs are first gathered by operation name and number of array inputs. A bucket's plan takes
-    the scalar roles that some member requires (each given its canonical value); members that
-    cannot take all of them are left out of that plan. Each bucket also has an ``axis`` plan
-    for the members that take an axis.
+    APIs are first gathered by operation name and number of array inputs. Each distinct set of
+    scalar roles that some member requires makes a plan (each role given its canonical value);
+    a member belongs to every plan whose roles it requires none beyond and can all take. Each
+    plan also has an ``axis`` variant for the members that take an axis.
     """
     by_op: dict[tuple[str, int, bool], list[Candidate]] = defaultdict(list)
     for lib in sorted(inventories, key=library_names().index):
@@ -230,15 +266,39 @@ def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, lis
                 by_op[(cand.op, arity, sequence)].append(cand)
     buckets: dict[Bucket, list[Candidate]] = {}
     for (op, arity, sequence), cands in sorted(by_op.items()):
-        required = sorted(
-            {r for c in cands for r in c.binding.required_roles} - {"axis", "keepdims", "dtype"}
+        required_sets = sorted(
+            {tuple(sorted(c.binding.required_roles - {"axis", "keepdims", "dtype"})) for c in cands}
         )
-        for axis in (False, True):
-            plan = Plan(arrays=arity, axis=axis, scalars=tuple(required), sequence=sequence)
-            members = [c for c in cands if c.fits(plan)]
-            if len({c.library for c in members}) >= 2:
+        for required in required_sets:
+            for axis in (False, True):
+                plan = Plan(arrays=arity, axis=axis, scalars=required, sequence=sequence)
+                members = [c for c in cands if c.fits(plan)]
+                if len({c.library for c in members}) < 2:
+                    continue
                 buckets[(op, plan)] = members
+                for role in optional_roles(members, plan, required_sets):
+                    variant = dataclasses.replace(plan, extra=(role,))
+                    fitting = [c for c in cands if c.fits(variant)]
+                    if len({c.library for c in fitting}) >= 2:
+                        buckets[(op, variant)] = fitting
     return buckets
+
+
+def optional_roles(
+    members: Sequence[Candidate], plan: Plan, required_sets: Sequence[tuple[str, ...]]
+) -> list[str]:
+    """Optional roles that members of two libraries take beyond ``plan``: each makes a variant
+    plan (unless some API requires exactly that role, which is a plan of its own)."""
+    libs: dict[str, set[str]] = defaultdict(set)
+    for c in members:
+        for p in c.binding.params:
+            if p.role not in plan.scalars and p.role not in ("axis", "dtype") and not p.required:
+                libs[p.role].add(c.library)
+    return sorted(
+        role
+        for role, seen in libs.items()
+        if len(seen) >= 2 and tuple(sorted((*plan.scalars, role))) not in required_sets
+    )
 
 
 def score(members: Sequence[Candidate]) -> float:
@@ -279,8 +339,8 @@ class ProbeStore:
                 fh.write("\n".join(lines) + "\n")
 
 
-def _key(c: Candidate, plan: Plan, dtype: str, i: int) -> str:
-    return f"{c.library}|{c.api}|{plan.key}|{dtype}|{i}"
+def _key(c: Candidate, plan: Plan, kind: str, i: int) -> str:
+    return f"{c.library}|{c.api}|{plan.key}|{kind}|{i}"
 
 
 def to_plain(value: Any) -> Any:
@@ -469,21 +529,26 @@ def build(
     def n_inputs(plan: Plan) -> int:
         return len(canonical_inputs(plan, "float32"))
 
-    for dtype in DTYPES:
+    for dtype, shapes in KINDS:
+        kind = dtype if shapes == "any" else f"{dtype}-{shapes}"
         todo = []
         for (_, plan), members in unresolved.items():
-            inputs = canonical_inputs(plan, dtype)
+            if shapes != "any" and (plan.arrays == 0 or plan.sequence):
+                continue  # square matrices are for array arguments
+            inputs = canonical_inputs(plan, dtype, shapes)
             for cand in members:
                 for i, inp in enumerate(inputs):
-                    todo.append((_key(cand, plan, dtype, i), cand, cand.call(plan, inp)))
+                    todo.append((_key(cand, plan, kind, i), cand, cand.call(plan, inp)))
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(todo)
-        progress(f"{dtype}: {len(todo)} calls for {len(unresolved)} buckets")
+        progress(f"{kind}: {len(todo)} calls for {len(unresolved)} buckets")
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
+            if shapes != "any" and (plan.arrays == 0 or plan.sequence):
+                continue
             runs = {
-                c: [store.results[_key(c, plan, dtype, i)] for i in range(n_inputs(plan))]
+                c: [store.results[_key(c, plan, kind, i)] for i in range(n_inputs(plan))]
                 for c in members
             }
             ok = [
@@ -499,7 +564,9 @@ def build(
                 gid = (
                     name
                     + ("[axis]" if plan.axis else "")
+                    + "".join(f"[{r}]" for r in plan.extra)
                     + (f"@{dtype}" if dtype != "float32" else "")
+                    + (f"@{shapes}" if shapes != "any" else "")
                     + (f"~{k + 1}" if k else "")
                 )
                 groups.append(
@@ -508,8 +575,11 @@ def build(
                         op=name,
                         dtype=dtype,
                         roles=plan.roles,
-                        family=family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),
+                        family="linalg"
+                        if shapes in ("square", "batched")
+                        else family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),
                         members=tuple(c.member(plan) for c in chosen),
+                        shapes=shapes,
                     )
                 )
             grouped = {ok[i] for g in found for i in g}
@@ -530,13 +600,6 @@ def _dedupe_ids(groups: list[Group]) -> list[Group]:
     out = []
     for g in groups:
         if seen[g.id] > 1:
-            g = Group(
-                id=f"{g.id}({','.join(g.roles)})",
-                op=g.op,
-                family=g.family,
-                roles=g.roles,
-                dtype=g.dtype,
-                members=g.members,
-            )
+            g = dataclasses.replace(g, id=f"{g.id}({','.join(g.roles)})")
         out.append(g)
     return out

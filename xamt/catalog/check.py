@@ -36,7 +36,7 @@ def check(pool: WorkerPool, groups: Sequence[Group]) -> list[Drift]:
     index: list[tuple[Group, list[tuple[str, int, int]]]] = []
     for g in groups:
         plan = plan_of(g.roles)
-        inputs = canonical_inputs(plan, g.dtype)
+        inputs = canonical_inputs(plan, g.dtype, g.shapes)
         slots = []
         for m in g.members:
             if m.library not in libs:

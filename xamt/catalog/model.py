@@ -24,6 +24,9 @@ CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
 ARRAY_ROLES = ("x", "x1", "x2", "x3")
 SEQUENCE_ROLE = "xs"  # several arrays given as one list argument
 ROLES = (*ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
+# What shapes a group's arrays must have: any shape, square matrices (linear algebra), plain or
+# batched, or vectors. The build validates and the fuzzer draws each kind from its own menu.
+SHAPE_KINDS = ("any", "square", "batched", "vector")
 FAMILIES = (
     "elementwise",
     "reduction",
@@ -64,6 +67,7 @@ class Group:
     roles: tuple[str, ...]
     dtype: str
     members: tuple[Member, ...]
+    shapes: str = "any"
 
     @property
     def libraries(self) -> tuple[str, ...]:
@@ -121,6 +125,8 @@ def to_json(catalog: Catalog) -> str:
 
 
 def _compact(group: dict[str, Any]) -> dict[str, Any]:
+    if group["shapes"] == "any":
+        del group["shapes"]
     for m in group["members"]:
         for key in ("kwargs", "optional", "args"):
             if not m[key]:
@@ -181,6 +187,10 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
                         f"{where}: member {m.api} uses unknown role {role!r}; "
                         f"roles are {', '.join(vocabulary)}"
                     )
+        if group.shapes not in SHAPE_KINDS:
+            raise CatalogError(
+                f"{where}: unknown shapes {group.shapes!r}; known: {', '.join(SHAPE_KINDS)}"
+            )
         if len(group.libraries) < 2:
             raise CatalogError(f"{where}: a group must span at least two libraries")
         groups.append(group)
@@ -207,4 +217,5 @@ def _group(raw: dict[str, Any]) -> Group:
         roles=tuple(raw["roles"]),
         dtype=str(raw["dtype"]),
         members=members,
+        shapes=str(raw.get("shapes", "any")),
     )

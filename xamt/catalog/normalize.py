@@ -1,9 +1,14 @@
 """Name and parameter-role normalization, driven by the reviewed tables in ``data/``.
 
-Names: lower case; camelCase to snake_case; the ``reduce_`` prefix and ``_v2`` suffixes
-dropped; then the explicit alias table. Parameters: array parameters become positional roles
-``x`` / ``x1, x2`` / ``x1, x2, x3`` in order; ``axis``, ``keepdims`` and ``dtype`` are found by
-name; control parameters (``name``, ``out``, ``device``...) are dropped.
+Names: lower case; camelCase to snake_case; the prefixes ``reduce_`` (tensorflow), ``linalg_``
+(mxnet.nd) and ``batch_`` (tensorflow's raw batch ops) and the suffixes ``_v2``, ``_ext``, ``_op``
+and ``_impl`` (mindspore's internal spellings) dropped; then the explicit alias table, matched with
+and without underscores (``bitwise_invert`` and ``bitwiseinvert`` meet).
+
+Parameters: array parameters become positional roles ``x`` / ``x1, x2`` / ``x1, x2, x3`` in
+order; ``axis``, ``keepdims``, ``dtype`` and scalar roles are found by name (a second parameter
+of a role moves on to the role's successor: ``dim0, dim1`` -> ``axis1, axis2``); control
+parameters (``name``, ``out``, ``device``...) are dropped.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from xamt.catalog.model import ARRAY_ROLES, ROLES, CatalogError
 
 DATA = Path(__file__).resolve().parent / "data"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-VERSION_SUFFIX = re.compile(r"_v\d+$")
+VERSION_SUFFIX = re.compile(r"(?:_(?:v\d+|ext|op|impl))+$")
+PREFIXES = ("reduce_", "linalg_", "batch_")
 
 
 def _table(name: str) -> dict[str, Any]:
@@ -69,6 +75,13 @@ def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
 
 
 @cache
+def successors() -> dict[str, str]:
+    """Role -> the role a second parameter of the same role takes (``axis1`` -> ``axis2``)."""
+    scalars = _table("roles.toml").get("scalars", {})
+    return {role: spec["successor"] for role, spec in scalars.items() if "successor" in spec}
+
+
+@cache
 def scalar_specs() -> dict[str, Any]:
     """Scalar role -> the spec of its canonical value (see ``data/roles.toml``)."""
     return {role: spec["value"] for role, spec in _table("roles.toml").get("scalars", {}).items()}
@@ -98,6 +111,16 @@ def exclusions() -> tuple[tuple[re.Pattern[str], str], ...]:
         raise CatalogError(f"{DATA / 'exclusions.toml'}: bad entry: {exc}") from None
 
 
+@cache
+def excluded_apis() -> dict[str, str]:
+    """Single APIs excluded by full path (``[[exclude_api]]``), with the reason."""
+    entries = _table("exclusions.toml").get("exclude_api", [])
+    try:
+        return {str(e["api"]): str(e["reason"]) for e in entries}
+    except KeyError as exc:
+        raise CatalogError(f"{DATA / 'exclusions.toml'}: bad entry: missing {exc}") from None
+
+
 def leaf(path: str) -> str:
     return path.rsplit(".", 1)[-1]
 
@@ -107,6 +130,8 @@ def exclusion_reason(path: str) -> str | None:
     lowered = name.lower()
     if name.startswith("_"):
         return "private"
+    if path in excluded_apis():
+        return excluded_apis()[path]
     for pattern, reason in exclusions():
         if pattern.search(lowered):
             return reason
@@ -116,8 +141,9 @@ def exclusion_reason(path: str) -> str | None:
 def snake_name(path: str) -> str:
     """An API's leaf name in snake_case, without ``reduce_`` or a ``_v2`` suffix."""
     name = VERSION_SUFFIX.sub("", CAMEL.sub("_", leaf(path)).lower())
-    if name not in alias_map() and name.startswith("reduce_"):
-        name = name[len("reduce_") :]
+    for prefix in PREFIXES:
+        if name not in alias_map() and name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix) :]
     return name
 
 
@@ -129,7 +155,13 @@ def canonical_op(path: str) -> str:
     if name in aliases:
         return aliases[name]
     key = name.replace("_", "")
-    return aliases.get(key, key)
+    return _squashed_aliases().get(key, key)
+
+
+@cache
+def _squashed_aliases() -> dict[str, str]:
+    """The alias table keyed without underscores (a name's own underscores vary by library)."""
+    return {alias.replace("_", ""): op for alias, op in alias_map().items()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,6 +220,8 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
         elif required and name in array_names:
             arrays.append((name, kind == "keyword_only"))
         elif role is not None:
+            while any(f.role == role for f in found) and role in successors():
+                role = successors()[role]
             if all(f.role != role for f in found):
                 found.append(
                     Param(

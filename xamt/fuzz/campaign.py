@@ -9,6 +9,7 @@ become findings only once they reproduce in fresh workers (:mod:`xamt.fuzz.repro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -115,11 +116,7 @@ def select_groups(
             continue
         members = tuple(m for m in g.members if m.library in libraries)
         if len({m.library for m in members}) >= 2:
-            chosen.append(
-                Group(
-                    id=g.id, op=g.op, family=g.family, roles=g.roles, dtype=g.dtype, members=members
-                )
-            )
+            chosen.append(dataclasses.replace(g, members=members))
     return chosen
 
 

@@ -58,13 +58,49 @@ SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
 }
 
 
-def draw_shape(rng: np.random.Generator, kind: str) -> tuple[int, ...]:
-    menu = SHAPES[kind]
+# Groups of square-matrix operations (``Group.shapes``): the same kinds, square where it matters;
+# vectors and 0-d arrays stay, as inputs outside the domain.
+SQUARE_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
+    **SHAPES,
+    "empty": ((0, 0), (2, 0, 0)),
+    "size-one": ((1, 1), (1, 1, 1)),
+    "matrix": ((2, 2), (3, 3), (4, 4)),
+    "high-rank": ((2, 3, 3), (2, 1, 2, 2)),
+}
+BATCHED_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
+    **SQUARE_SHAPES,
+    "empty": ((0, 2, 2), (2, 0, 0)),
+    "size-one": ((1, 1, 1),),
+    "matrix": ((1, 2, 2), (2, 3, 3), (3, 4, 4)),
+}
+VECTOR_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {
+    **SHAPES,
+    "matrix": ((4,), (7,), (2, 3)),
+    "high-rank": ((16,), (2, 1, 3)),
+}
+SHAPE_MENUS = {
+    "any": SHAPES,
+    "square": SQUARE_SHAPES,
+    "batched": BATCHED_SHAPES,
+    "vector": VECTOR_SHAPES,
+}
+BROADCAST_PAIRS: dict[str, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] = {
+    "any": (((3, 1), (1, 4)), ((3, 4), (4,)), ((3, 4), ()), ((1, 4), (3, 1, 4))),
+    "square": (((3, 3), (2, 3, 3)), ((1, 3, 3), (2, 3, 3))),
+    "batched": (((1, 3, 3), (2, 3, 3)), ((2, 1, 2, 2), (3, 2, 2))),
+    "vector": (((3,), (5,)), ((1,), (4,))),
+}
+
+
+def draw_shape(rng: np.random.Generator, kind: str, shapes: str = "any") -> tuple[int, ...]:
+    menu = SHAPE_MENUS[shapes][kind]
     return menu[int(rng.integers(0, len(menu)))]
 
 
-def _broadcast_pair(rng: np.random.Generator) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    pairs = (((3, 1), (1, 4)), ((3, 4), (4,)), ((3, 4), ()), ((1, 4), (3, 1, 4)))
+def _broadcast_pair(
+    rng: np.random.Generator, shapes: str = "any"
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    pairs = BROADCAST_PAIRS[shapes]
     return pairs[int(rng.integers(0, len(pairs)))]
 
 
@@ -115,11 +151,11 @@ def draw_case(
     values: dict[str, Any] = {}
     n_arrays = 2 if roles == [SEQUENCE_ROLE] else len(roles)
     if n_arrays >= 2 and rng.random() < 0.25:
-        s1, s2 = _broadcast_pair(rng)
+        s1, s2 = _broadcast_pair(rng, group.shapes)
         shapes = [s1, s2] + [s1] * (n_arrays - 2)
     else:
         kind = SHAPE_KINDS[int(rng.choice(len(SHAPE_KINDS), p=SHAPE_WEIGHTS))]
-        shape = draw_shape(rng, kind)
+        shape = draw_shape(rng, kind, group.shapes)
         shapes = [shape] * n_arrays
     arrays = [draw_array(rng, s, dtype, value_class) for s in shapes]
     if roles == [SEQUENCE_ROLE]:
@@ -131,6 +167,8 @@ def draw_case(
     for role in group.roles:
         if role == "axis":
             values["axis"] = _axis_values(rng, ndim, required=True)
+        elif role == "keepdims":
+            values["keepdims"] = bool(rng.random() < 0.7)  # a [keepdims] group: mostly True
         elif role not in roles:
             values[role] = _scalar_param(rng, role, with_arrays)
     optional = common_optional(group)

@@ -113,7 +113,7 @@ def input_classes(case: Case, group: Group) -> list[str]:
     if case.values.get("keepdims") is True:
         tags.add("keepdims")
     for role in group.roles:
-        if role in array_roles(group) or role == "axis" or role not in case.values:
+        if role in array_roles(group) or role in ("axis", "keepdims") or role not in case.values:
             continue
         value = case.values[role]
         canonical = scalar_value(role, bool(arrays))

@@ -25,6 +25,7 @@ class TensorflowAdapter(Adapter):
         "tensorflow.math.special",
         "tensorflow.experimental.numpy",
         "tensorflow.raw_ops",
+        "tensorflow.keras.ops",
     )
     keyword_only_namespaces = ("tensorflow.raw_ops",)
 
