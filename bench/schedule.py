@@ -29,6 +29,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=1500)
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--group", default=None, help="regex on group ids (default: all)")
+    parser.add_argument("--schedules", default="variance,uniform")
     opts = parser.parse_args()
     print("$ python bench/schedule.py " + " ".join(sys.argv[1:]))
     libs = tuple(library_names())
@@ -43,7 +44,7 @@ def main() -> int:
         pool.start()
         for seed in seeds:
             row = {}
-            for kind in ("variance", "uniform"):
+            for kind in opts.schedules.split(","):
                 with Store(Path(tmp) / f"{kind}-{seed}.sqlite") as store:
                     config = CampaignConfig(
                         name=kind,
@@ -63,7 +64,8 @@ def main() -> int:
                         f"in {progress.cases} cases, {time.monotonic() - started:.0f} s; "
                         f"by kind {dict(sorted(progress.candidates.items()))}"
                     )
-            print(f"seed {seed}: ratio {row['variance'] / max(1, row['uniform']):.2f}")
+            if len(row) == 2:
+                print(f"seed {seed}: ratio {row['variance'] / max(1, row['uniform']):.2f}")
     ratio = totals["variance"] / max(1, totals["uniform"])
     print(
         f"total: variance {totals['variance']}, uniform {totals['uniform']}, "

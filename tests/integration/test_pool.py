@@ -84,6 +84,27 @@ def test_missed_deadline_is_a_hang_and_the_worker_is_replaced(small_pool: Worker
     assert worker_pid(small_pool, "numpy") != before
 
 
+def test_submitted_runs_overlap_and_keep_their_own_results(small_pool: WorkerPool) -> None:
+    """A slow library does not hold the others back across submitted runs, and a crash in
+    one run leaves the run queued behind it whole."""
+    sleep = Call(api="xamt_testing.sleep", args=(1.0,))
+    echo = [Call(api="xamt_testing.echo", args=(i,)) for i in range(3)]
+    start = time.monotonic()
+    first = small_pool.submit(
+        {"numpy": [sleep, sleep], "torch": [sleep, Call(api="xamt_testing.segfault")]}
+    )
+    second = small_pool.submit({"numpy": echo, "torch": [sleep]})
+    late = small_pool.collect(second)  # collected first: the first run progresses meanwhile
+    early = small_pool.collect(first)
+    assert [o.status for o in early["torch"]] == ["ok", "crash"]
+    assert [int(o.value) for o in late["numpy"]] == [0, 1, 2]
+    assert late["torch"][0].status == "ok"
+    # torch ran 1 s + crash + restart + 1 s; numpy's 2 s of sleeps overlapped with it
+    assert time.monotonic() - start < 2 * 1.0 + 1.0 + 3.0
+    with pytest.raises(WorkerError, match="no submitted run"):
+        small_pool.collect(first)
+
+
 def test_fanout_runs_libraries_concurrently(small_pool: WorkerPool) -> None:
     start = time.monotonic()
     outs = small_pool.fanout(

@@ -14,7 +14,7 @@ import hashlib
 import math
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -37,6 +37,7 @@ from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16
 
 BATCH = 48
+LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
 CANDIDATES_PER_SIGNATURE = 2
 REFERENCE_DTYPES = ("float16", "bfloat16", "float32")
 # The input class a signature keeps: the first tag present in this order, else the value class.
@@ -173,6 +174,15 @@ class Progress:
 
 
 @dataclass
+class _Batch:
+    """Drawn cases and their picks, submitted to the pool, not yet compared."""
+
+    picks: list[Pick]
+    cases: list[Case]
+    submitted: Submitted
+
+
+@dataclass
 class _State:
     """Everything the loop needs to continue exactly where it stopped."""
 
@@ -202,6 +212,8 @@ class Campaign:
         self.rng = np.random.default_rng(config.seed)
         self.state = _State()
         self.campaign_id = 0
+        self._pending: deque[_Batch] = deque()
+        self._resumed: list[tuple[list[Pick], list[Case]]] = []
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -222,6 +234,13 @@ class Campaign:
                 kinds=Counter(state["kinds"]),
                 seconds=float(state["seconds"]),
             )
+            self._resumed = [
+                (
+                    [Pick(tuple(arm), parent) for arm, parent in b["picks"]],
+                    [case_from_jsonable(c) for c in b["cases"]],
+                )
+                for b in state.get("pending", [])
+            ]
         return True
 
     def exhausted(self) -> bool:
@@ -233,19 +252,52 @@ class Campaign:
         return self.state.seconds >= (budget.seconds or 0.0)
 
     def run(self, report: Callable[[Progress], None] = lambda _p: None) -> Progress:
-        """Fuzz until the budget is spent; Ctrl-C stops after committing what is done."""
+        """Fuzz until the budget is spent; Ctrl-C stops after committing what is done.
+
+        Batches are pipelined: while the orchestrator compares batch k, the workers already run
+        the next ones (up to ``LOOKAHEAD`` batches drawn ahead), each library at its own pace.
+        The schedule therefore learns from batch k after batch k+1 was drawn. Batches drawn but
+        not yet compared are part of every commit, so a resumed campaign runs them first and
+        repeats the uninterrupted campaign exactly.
+        """
         started = time.monotonic()
         seconds_before = self.state.seconds
         try:
-            while not self.exhausted():
-                size = self.config.batch
-                if self.config.budget.cases is not None:
-                    size = min(size, self.config.budget.cases - self.state.seq)
-                self._batch(size, started, seconds_before)
+            for picks, cases in self._resumed:
+                self._pending.append(self._submit(picks, cases))
+            self._resumed = []
+            while True:
+                while len(self._pending) < LOOKAHEAD and not self._drawn_out(
+                    seconds_before + time.monotonic() - started
+                ):
+                    self._pending.append(self._draw())
+                if not self._pending:
+                    break
+                self._process(self._pending.popleft(), started, seconds_before)
                 report(self.progress())
         except KeyboardInterrupt:
             pass
         return self.progress()
+
+    def _drawn_out(self, seconds: float) -> bool:
+        """Whether no further batch should be drawn (budget spent, counting drawn batches)."""
+        budget = self.config.budget
+        if budget.cases is not None:
+            drawn = self.state.seq + sum(len(b.cases) for b in self._pending)
+            return drawn >= budget.cases
+        return seconds >= (budget.seconds or 0.0)
+
+    def _draw(self) -> _Batch:
+        size = self.config.batch
+        if self.config.budget.cases is not None:
+            drawn = self.state.seq + sum(len(b.cases) for b in self._pending)
+            size = min(size, self.config.budget.cases - drawn)
+        picks = [self.schedule.pick(self.rng) for _ in range(size)]
+        return self._submit(picks, [self._case(p) for p in picks])
+
+    def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
+        submitted = submit_cases(self.pool, cases, self.groups, self.members)
+        return _Batch(picks=picks, cases=cases, submitted=submitted)
 
     def progress(self) -> Progress:
         return Progress(
@@ -268,10 +320,9 @@ class Campaign:
         apis = pick_apis(group, self.config.libraries, self.rng)
         return draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
 
-    def _batch(self, size: int, started: float, seconds_before: float) -> None:
-        picks = [self.schedule.pick(self.rng) for _ in range(size)]
-        cases = [self._case(p) for p in picks]
-        outcomes, references = self.execute(cases)
+    def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
+        picks, cases = batch.picks, batch.cases
+        outcomes, references = batch.submitted.collect()
         case_records, candidates = [], []
         for pick, case, outs, ref in zip(picks, cases, outcomes, references, strict=True):
             seq = self.state.seq
@@ -337,13 +388,14 @@ class Campaign:
             "seen": self.state.seen,
             "kinds": dict(self.state.kinds),
             "seconds": self.state.seconds,
+            "pending": [
+                {
+                    "picks": [[list(p.arm), p.parent] for p in b.picks],
+                    "cases": [case_to_jsonable(c) for c in b.cases],
+                }
+                for b in self._pending
+            ],
         }
-
-    def execute(
-        self, cases: Sequence[Case]
-    ) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
-        """Run cases on every library at once; also the float64 reference where it applies."""
-        return execute_cases(self.pool, cases, self.groups, self.members)
 
 
 def execute_cases(
@@ -356,6 +408,32 @@ def execute_cases(
 
     Returns per case the outcomes by library, and the reference outcome (or None).
     """
+    return submit_cases(pool, cases, groups, members).collect()
+
+
+@dataclass
+class Submitted:
+    """Cases handed to the pool (:func:`submit_cases`), to be collected later."""
+
+    pool: WorkerPool
+    ticket: int
+    slots: list[list[tuple[str, int]]]
+    ref_slots: list[int | None]
+
+    def collect(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+        results = self.pool.collect(self.ticket)
+        outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in self.slots]
+        references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
+        return outcomes, references
+
+
+def submit_cases(
+    pool: WorkerPool,
+    cases: Sequence[Case],
+    groups: Mapping[str, Group],
+    members: Mapping[tuple[str, str], Member],
+) -> Submitted:
+    """Queue cases on every library (and the float64 reference) without waiting for them."""
     calls: dict[str, list[Call]] = {}
     slots: list[list[tuple[str, int]]] = []
     ref_slots: list[int | None] = []
@@ -372,10 +450,7 @@ def execute_cases(
             ref = len(calls["numpy"])
             calls["numpy"].append(bind(members[(case.group, np_api)], upcast(case.values)))
         ref_slots.append(ref)
-    results = pool.run(calls)
-    outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in slots]
-    references = [results["numpy"][r] if r is not None else None for r in ref_slots]
-    return outcomes, references
+    return Submitted(pool=pool, ticket=pool.submit(calls), slots=slots, ref_slots=ref_slots)
 
 
 def upcast(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,11 +2,14 @@
 
 An *arm* is (group, dtype, value class). The variance-guided schedule picks hierarchically:
 a group, then a dtype within it, then a value class, each level by UCB1 on the mean reward of
-what it picked before (untried options first). The reward of a case is its divergence score
-(how much the libraries disagreed, 0..1) plus a bonus when it produced a discrepancy signature
-not seen before in the campaign. Cases that diverged enter a corpus, and a growing share of
-the budget mutates them (higher divergence, more likely picked), so a disagreement is explored
-around where it was found.
+what it picked before (untried options first; among untried dtypes and value classes, the ones
+that earned most in other groups). Picks not yet rewarded count as tried: a campaign keeps
+batches in flight, and its next picks must not pile onto the same untried group.
+
+The reward of a case is its divergence score (how much the libraries disagreed, 0..1) plus a
+bonus when it produced a discrepancy signature not seen before in the campaign. Cases that
+diverged enter a corpus, and a growing share of the budget mutates them (higher divergence, more
+likely picked), so a disagreement is explored around where it was found.
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ class VarianceSchedule:
     novelty: dict[str, list[int]] = field(
         default_factory=lambda: {"fresh": [0, 0], "mutation": [0, 0]}
     )
+    inflight: dict[str, int] = field(default_factory=dict)  # picked, not updated yet
 
     def __post_init__(self) -> None:
         self.tree: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -101,12 +105,19 @@ class VarianceSchedule:
         Among untried keys, ``shared`` statistics (the same dtype or value class in all groups)
         decide: what was productive elsewhere is tried first here.
         """
-        untried = [k for k in keys if self.stats[f"{parent}/{k}"].n == 0]
+        untried = [k for k in keys if self._tries(f"{parent}/{k}") == 0]
         if untried:
-            if shared is None or self.explored:
+            if shared is None:
                 return untried[int(rng.integers(0, len(untried)))]
             return self._best(untried, f"*{shared}", rng)
-        return self._best(keys, parent, rng)
+        scored = [k for k in keys if self.stats[f"{parent}/{k}"].n > 0]
+        if not scored:  # all picked, none back yet
+            return keys[int(rng.integers(0, len(keys)))]
+        return self._best(scored, parent, rng)
+
+    def _tries(self, key: str) -> int:
+        """Cases picked under ``key``: those counted, and those picked but not back yet."""
+        return self.stats[key].n + self.inflight.get(key, 0)
 
     @property
     def explored(self) -> bool:
@@ -142,16 +153,26 @@ class VarianceSchedule:
         if self.corpus and rng.random() < self.mutate_share():
             weights = np.array([c[0] for c in self.corpus], dtype=np.float64)
             index = int(rng.choice(len(self.corpus), p=weights / weights.sum()))
-            return Pick(tuple(self.corpus[index][1]), parent=index)
-        group = self._ucb(sorted(self.tree), "", rng)
-        dtype = self._ucb(sorted(self.tree[group]), f"/{group}", rng, shared="dtype")
-        vclass = self._ucb(
-            sorted(self.tree[group][dtype]), f"/{group}/{dtype}", rng, shared="class"
-        )
-        return Pick((group, dtype, vclass))
+            pick = Pick(tuple(self.corpus[index][1]), parent=index)
+        else:
+            group = self._ucb(sorted(self.tree), "", rng)
+            dtype = self._ucb(sorted(self.tree[group]), f"/{group}", rng, shared="dtype")
+            vclass = self._ucb(
+                sorted(self.tree[group][dtype]), f"/{group}/{dtype}", rng, shared="class"
+            )
+            pick = Pick((group, dtype, vclass))
+        for key in _arm_keys(pick.arm):  # campaigns pipeline: updates come batches later
+            self.inflight[key] = self.inflight.get(key, 0) + 1
+        return pick
 
     def update(self, pick: Pick, reward: float, case: Any = None, novel: bool = False) -> None:
         group, dtype, vclass = pick.arm
+        for key in _arm_keys(pick.arm):
+            left = self.inflight.get(key, 0) - 1
+            if left > 0:
+                self.inflight[key] = left
+            else:
+                self.inflight.pop(key, None)
         if self.stats[f"/{group}"].n == 0:
             self.stats["*groups"].add(0.0)  # counts groups tried
         for key in (
@@ -185,12 +206,19 @@ class VarianceSchedule:
             "stats": {k: [s.n, s.total] for k, s in self.stats.items() if s.n},
             "corpus": self.corpus,
             "novelty": self.novelty,
+            "inflight": self.inflight,
         }
 
     def load(self, state: dict[str, Any]) -> None:
         self.stats = defaultdict(_Stat, {k: _Stat(n, t) for k, (n, t) in state["stats"].items()})
         self.corpus = [list(c) for c in state["corpus"]]
         self.novelty = {k: list(v) for k, v in state["novelty"].items()}
+        self.inflight = dict(state.get("inflight", {}))
+
+
+def _arm_keys(arm: Arm) -> tuple[str, str, str]:
+    group, dtype, vclass = arm
+    return (f"/{group}", f"/{group}/{dtype}", f"/{group}/{dtype}/{vclass}")
 
 
 Schedule = UniformSchedule | VarianceSchedule

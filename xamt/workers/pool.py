@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,6 +240,13 @@ class WorkerPool:
             lib: Worker(lib, py, memory_cap, self.log_dir, testing) for lib, py in pythons.items()
         }
         self._next_id = 0
+        # Submitted runs (see submit/collect): each library works through its queue one batch
+        # at a time, independently of the others.
+        self._queues: dict[str, deque[tuple[int, list[Call]]]] = {lib: deque() for lib in pythons}
+        self._inflight: dict[str, _BatchState] = {}
+        self._results: dict[int, dict[str, list[Outcome | None]]] = {}
+        self._open: dict[int, set[str]] = {}
+        self._tickets = 0
 
     # --- lifecycle -------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -309,18 +317,57 @@ class WorkerPool:
 
     def run(self, batches: Mapping[str, Sequence[Call]]) -> dict[str, list[Outcome]]:
         """Run each library's calls in order, all libraries at once; one outcome per call."""
-        results: dict[str, list[Outcome | None]] = {}
-        states: dict[str, _BatchState] = {}
-        for lib, calls in batches.items():
+        return self.collect(self.submit(batches))
+
+    def submit(self, batches: Mapping[str, Sequence[Call]]) -> int:
+        """Queue each library's calls and return a ticket for :meth:`collect`.
+
+        Each worker runs its queue in submission order, one batch at a time, without waiting
+        for the other libraries: submit the next batch before collecting this one and a fast
+        library goes on while a slow one finishes, and the caller's own work overlaps theirs.
+        """
+        for lib in batches:
             if lib not in self.workers:
                 raise WorkerError(f"no worker for {lib!r} in this pool")
-            results[lib] = [None] * len(calls)
+        self._tickets += 1
+        ticket = self._tickets
+        self._results[ticket] = {lib: [None] * len(calls) for lib, calls in batches.items()}
+        self._open[ticket] = set()
+        for lib, calls in batches.items():
             if calls:
-                states[lib] = _BatchState(calls=list(calls), start=0)
-                self._submit(lib, states[lib])
-        while states:
-            self._step(states, results)
+                self._queues[lib].append((ticket, list(calls)))
+                self._open[ticket].add(lib)
+        self._feed()
+        return ticket
+
+    def collect(self, ticket: int) -> dict[str, list[Outcome]]:
+        """Wait for a submitted run (working on later ones meanwhile); one outcome per call."""
+        if ticket not in self._open:
+            raise WorkerError(f"no submitted run {ticket}")
+        while self._open[ticket]:
+            self._advance()
+        del self._open[ticket]
+        results = self._results.pop(ticket)
         return {lib: [o for o in outs if o is not None] for lib, outs in results.items()}
+
+    def _feed(self) -> None:
+        """Start the next queued batch on every worker that is free."""
+        for lib, queue in self._queues.items():
+            if lib not in self._inflight and queue:
+                ticket, calls = queue.popleft()
+                state = _BatchState(calls=calls, start=0, ticket=ticket)
+                self._inflight[lib] = state
+                self._submit(lib, state)
+
+    def _advance(self) -> None:
+        """Wait for any worker to make progress; close out batches that finished."""
+        view = {lib: self._results[s.ticket][lib] for lib, s in self._inflight.items()}
+        before = dict(self._inflight)
+        self._step(self._inflight, view)
+        for lib, state in before.items():
+            if self._inflight.get(lib) is not state:
+                self._open[state.ticket].discard(lib)
+        self._feed()
 
     # --- internals -------------------------------------------------------------------------
     def _rid(self) -> int:
@@ -529,6 +576,7 @@ class WorkerPool:
 class _BatchState:
     calls: list[Call]
     start: int
+    ticket: int = 0
     index: int = 0
     rid: int = 0
     single: bool = False
