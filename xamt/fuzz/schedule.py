@@ -1,10 +1,14 @@
 """Where a campaign spends its budget: a variance-guided bandit, or uniform as the baseline.
 
 An *arm* is (group, dtype, value class). The variance-guided schedule picks hierarchically:
-a group, then a dtype within it, then a value class, each level by UCB1 on the mean reward of
-what it picked before (untried options first; among untried dtypes and value classes, the ones
-that earned most in other groups). Picks not yet rewarded count as tried: a campaign keeps
-batches in flight, and its next picks must not pile onto the same untried group.
+a group, then a dtype within it, then a value class. Until every group was tried, untried groups
+come first. After that a group is drawn with a weight of its recent reward (earlier rewards
+decay) times the number of its arms never tried: a discrepancy signature names the dtype and
+input class, so the untried arms of a group that keeps finding new signatures are where new
+ones are likeliest. Within a group, dtypes and value classes go by UCB1 on their mean reward,
+untried ones first, and among those the ones that earned most in other groups. Picks not yet
+rewarded count as tried: a campaign keeps batches in flight, and its next picks must not pile
+onto the same untried arm.
 
 The reward of a case is its divergence score (how much the libraries disagreed, 0..1) plus a
 bonus when it produced a discrepancy signature not seen before in the campaign. Cases that
@@ -24,21 +28,26 @@ import numpy as np
 
 Arm = tuple[str, str, str]
 NOVELTY_BONUS = 1.0  # reward per signature a case showed first
-DIVERGENCE_WEIGHT = 0.3  # reward per unit of divergence (discounted when seen before)
+DIVERGENCE_WEIGHT = 0.1  # reward per unit of divergence (discounted when seen before)
 EXPLORATION = 0.6
 CORPUS_MIN_SCORE = 0.05
 CORPUS_SIZE = 64
-MUTATE_SHARE = 0.5
+MUTATE_SHARE = 0.1
+# A group's value is its recent reward: one that found much early and nothing since gives way.
+GROUP_DECAY = 0.8
+REWARD_FLOOR = 0.05  # a group that found nothing lately still gets some of the budget
+FRESH_FLOOR = 0.5  # ... and so does one whose arms were all tried
 
 
 @dataclass
 class _Stat:
-    n: int = 0
+    n: float = 0
     total: float = 0.0
 
-    def add(self, reward: float) -> None:
-        self.n += 1
-        self.total += reward
+    def add(self, reward: float, decay: float = 1.0) -> None:
+        """Count a reward; ``decay`` < 1 weighs earlier rewards less (recent productivity)."""
+        self.n = self.n * decay + 1
+        self.total = self.total * decay + reward
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,32 @@ class VarianceSchedule:
         self.tree: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
         for g, d, v in self.arms:
             self.tree[g][d].append(v)
+        self.groups = sorted(self.tree)
+        self._count_fresh()
+
+    def _count_fresh(self) -> None:
+        """Per group, how many of its arms were never picked."""
+        self.fresh = {
+            g: sum(self._tries(f"/{g}/{d}/{v}") == 0 for d, vs in self.tree[g].items() for v in vs)
+            for g in self.groups
+        }
+
+    def _group(self, rng: np.random.Generator) -> str:
+        """Untried groups first; then groups drawn by recent reward times arms never tried.
+
+        A discrepancy signature names the dtype and input class, so an arm not tried yet in a
+        group that keeps finding new signatures is where new ones are likeliest.
+        """
+        if not self.explored or any(self._tries(f"/{g}") == 0 for g in self.groups):
+            return self._ucb(self.groups, "", rng)
+        weights = np.array(
+            [
+                (self.stats[f"/{g}"].total / self.stats[f"/{g}"].n + REWARD_FLOOR)
+                * (self.fresh[g] + FRESH_FLOOR)
+                for g in self.groups
+            ]
+        )
+        return self.groups[int(rng.choice(len(self.groups), p=weights / weights.sum()))]
 
     def _ucb(
         self, keys: list[str], parent: str, rng: np.random.Generator, shared: str | None = None
@@ -115,7 +150,7 @@ class VarianceSchedule:
             return keys[int(rng.integers(0, len(keys)))]
         return self._best(scored, parent, rng)
 
-    def _tries(self, key: str) -> int:
+    def _tries(self, key: str) -> float:
         """Cases picked under ``key``: those counted, and those picked but not back yet."""
         return self.stats[key].n + self.inflight.get(key, 0)
 
@@ -155,12 +190,14 @@ class VarianceSchedule:
             index = int(rng.choice(len(self.corpus), p=weights / weights.sum()))
             pick = Pick(tuple(self.corpus[index][1]), parent=index)
         else:
-            group = self._ucb(sorted(self.tree), "", rng)
+            group = self._group(rng)
             dtype = self._ucb(sorted(self.tree[group]), f"/{group}", rng, shared="dtype")
             vclass = self._ucb(
                 sorted(self.tree[group][dtype]), f"/{group}/{dtype}", rng, shared="class"
             )
             pick = Pick((group, dtype, vclass))
+        if self._tries(_arm_keys(pick.arm)[2]) == 0:
+            self.fresh[pick.arm[0]] -= 1
         for key in _arm_keys(pick.arm):  # campaigns pipeline: updates come batches later
             self.inflight[key] = self.inflight.get(key, 0) + 1
         return pick
@@ -185,7 +222,7 @@ class VarianceSchedule:
             "*class",
             f"*class/{vclass}",
         ):
-            self.stats[key].add(reward)
+            self.stats[key].add(reward, GROUP_DECAY if key == f"/{group}" else 1.0)
         counts = self.novelty["mutation" if pick.parent is not None else "fresh"]
         counts[0] += 1
         counts[1] += int(novel)
@@ -214,6 +251,7 @@ class VarianceSchedule:
         self.corpus = [list(c) for c in state["corpus"]]
         self.novelty = {k: list(v) for k, v in state["novelty"].items()}
         self.inflight = dict(state.get("inflight", {}))
+        self._count_fresh()
 
 
 def _arm_keys(arm: Arm) -> tuple[str, str, str]:
