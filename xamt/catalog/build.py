@@ -531,10 +531,10 @@ def build(
 
     for dtype, shapes in KINDS:
         kind = dtype if shapes == "any" else f"{dtype}-{shapes}"
+        if shapes != "any":  # matrices and vectors are for single array arguments
+            unresolved = {k: v for k, v in unresolved.items() if k[1].arrays and not k[1].sequence}
         todo = []
         for (_, plan), members in unresolved.items():
-            if shapes != "any" and (plan.arrays == 0 or plan.sequence):
-                continue  # square matrices are for array arguments
             inputs = canonical_inputs(plan, dtype, shapes)
             for cand in members:
                 for i, inp in enumerate(inputs):
@@ -545,8 +545,6 @@ def build(
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
-            if shapes != "any" and (plan.arrays == 0 or plan.sequence):
-                continue
             runs = {
                 c: [store.results[_key(c, plan, kind, i)] for i in range(n_inputs(plan))]
                 for c in members

@@ -279,19 +279,21 @@ class Campaign:
             pass
         return self.progress()
 
+    def _drawn(self) -> int:
+        """Cases drawn so far: compared ones and those still in flight."""
+        return self.state.seq + sum(len(b.cases) for b in self._pending)
+
     def _drawn_out(self, seconds: float) -> bool:
         """Whether no further batch should be drawn (budget spent, counting drawn batches)."""
         budget = self.config.budget
         if budget.cases is not None:
-            drawn = self.state.seq + sum(len(b.cases) for b in self._pending)
-            return drawn >= budget.cases
+            return self._drawn() >= budget.cases
         return seconds >= (budget.seconds or 0.0)
 
     def _draw(self) -> _Batch:
         size = self.config.batch
         if self.config.budget.cases is not None:
-            drawn = self.state.seq + sum(len(b.cases) for b in self._pending)
-            size = min(size, self.config.budget.cases - drawn)
+            size = min(size, self.config.budget.cases - self._drawn())
         picks = [self.schedule.pick(self.rng) for _ in range(size)]
         return self._submit(picks, [self._case(p) for p in picks])
 

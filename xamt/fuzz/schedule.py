@@ -109,11 +109,12 @@ class VarianceSchedule:
         self._count_fresh()
 
     def _count_fresh(self) -> None:
-        """Per group, how many of its arms were never picked."""
+        """Per group, how many of its arms were never picked; and the groups never picked."""
         self.fresh = {
             g: sum(self._tries(f"/{g}/{d}/{v}") == 0 for d, vs in self.tree[g].items() for v in vs)
             for g in self.groups
         }
+        self.unpicked = {g for g in self.groups if self._tries(f"/{g}") == 0}
 
     def _group(self, rng: np.random.Generator) -> str:
         """Untried groups first; then groups drawn by recent reward times arms never tried.
@@ -121,7 +122,7 @@ class VarianceSchedule:
         A discrepancy signature names the dtype and input class, so an arm not tried yet in a
         group that keeps finding new signatures is where new ones are likeliest.
         """
-        if not self.explored or any(self._tries(f"/{g}") == 0 for g in self.groups):
+        if not self.explored or self.unpicked:
             return self._ucb(self.groups, "", rng)
         weights = np.array(
             [
@@ -198,6 +199,7 @@ class VarianceSchedule:
             pick = Pick((group, dtype, vclass))
         if self._tries(_arm_keys(pick.arm)[2]) == 0:
             self.fresh[pick.arm[0]] -= 1
+        self.unpicked.discard(pick.arm[0])
         for key in _arm_keys(pick.arm):  # campaigns pipeline: updates come batches later
             self.inflight[key] = self.inflight.get(key, 0) + 1
         return pick
