@@ -83,19 +83,40 @@ def test_call_across_all_libraries(pythons: dict[str, str]) -> None:
         "[0.5, 0.0, -3.0]:float32",
         "--json",
     )
-    assert code == 0, text
-    rows = json.loads(text)
+    doc = json.loads(text)
+    rows = doc["outcomes"]
     assert {r["library"] for r in rows} == set(pythons)
     for row in rows:
         assert row["status"] == "ok" and row["version"]
         assert "float32[3]" in row["result"] and "1." in row["result"]
+        assert row["value"]["$array"] == "float32" and row["value"]["shape"] == [3]
+    # maximum(-0.0, 0.0): libraries may differ on the sign of zero, and say so
+    assert code == (18 if doc["verdict"] else 0), text
+
+
+def test_call_names_the_library_that_departs(pythons: dict[str, str]) -> None:
+    """paddle.sinc returns 1.0 for NaN and -inf where the others return NaN: the verdict
+    names paddle, and the exit code says the libraries disagree."""
+    code, text = invoke(
+        "call",
+        "numpy.sinc",
+        "paddle.sinc",
+        "torch.sinc",
+        "-a",
+        "[nan, -inf, 0.5]:float32",
+        "--json",
+    )
+    doc = json.loads(text)
+    assert code == 18, text
+    assert {b["library"] for b in doc["verdict"]} == {"paddle"}
+    assert doc["verdict"][0]["kind"] == "nan"
 
 
 def test_call_shows_errors_side_by_side(pythons: dict[str, str]) -> None:
     code, text = invoke(
         "call", "numpy.add", "torch.add", "-a", "ones(2,3):float32", "-a", "ones(4,5):float32"
     )
-    assert code == 0
+    assert code == 0  # a call every library rejects is no disagreement
     assert "error" in text and "ValueError" in text and "RuntimeError" in text
 
 

@@ -1,16 +1,14 @@
-"""Minimization logic and known differences (no library needed: predicates are plain
+"""Minimization logic and triggers by necessity (no library needed: predicates are plain
 functions of the case)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from xamt.catalog import model
-from xamt.triage.known import DEFAULT_PATH, KnownDifferencesError, classify, load_known
+from xamt.replay import neutralized, trigger_of
 from xamt.triage.minimize import element_count, minimize
+from xamt.triage.pipeline import needed_trigger
 from xamt.types import Case
 
 GROUP = model.Group(
@@ -71,63 +69,39 @@ def test_minimize_never_returns_a_case_without_the_signature() -> None:
     assert result.case.values["x1"].tobytes() == x1.tobytes() and result.accepted == 0
 
 
-def test_shipped_known_differences_load_and_classify() -> None:
-    known = load_known()
-    assert known and all(k.link.startswith("https://") and k.reason for k in known)
-    label, entry = classify(
-        known,
-        kind="value",
-        group="std[axis]",
-        odd=["torch", "paddle"],
-        dtype="float32",
-        input_classes=[],
+def test_the_trigger_is_the_class_the_case_needs() -> None:
+    """A case holding NaN, inf and a zero divisor, whose 'bug' needs only the NaN: NaN is the
+    trigger; a bug that needs nothing special is 'ordinary'."""
+    x1 = np.array([np.nan, np.inf, 2.0], np.float32)
+    x2 = np.array([0.0, 1.0, 1.0], np.float32)
+    c = case(x1, x2)
+    tags = ["nan", "inf", "zero", "zero-divisor"]
+    assert trigger_of(tags) == "nan"  # the first guess, before any run
+    assert needed_trigger(c, GROUP, "S", nan_in_x1, tags) == "nan"
+
+    def inf_in_x1(cases: list[Case]) -> list[set[str]]:
+        return [{"S"} if np.isinf(k.values["x1"]).any() else set() for k in cases]
+
+    assert needed_trigger(c, GROUP, "S", inf_in_x1, tags) == "inf"
+
+    def always(cases: list[Case]) -> list[set[str]]:
+        return [{"S"} for _ in cases]
+
+    assert needed_trigger(c, GROUP, "S", always, tags) == "ordinary"
+
+
+def test_neutralized_removes_exactly_one_class() -> None:
+    x1 = np.array([np.nan, -0.0, np.inf], np.float32)
+    x2 = np.array([0.0, 1.0, 2.0], np.float32)
+    c = case(x1, x2)
+    no_nan = neutralized(c, GROUP, "nan")
+    assert no_nan is not None
+    assert not np.isnan(no_nan.values["x1"]).any() and np.isinf(no_nan.values["x1"]).any()
+    no_div = neutralized(c, GROUP, "zero-divisor")
+    assert no_div is not None and not (no_div.values["x2"] == 0).any()
+    assert np.isnan(no_div.values["x1"]).any()
+    scalar = neutralized(
+        case(np.array(1.0, np.float32), np.array(2.0, np.float32)), GROUP, "scalar"
     )
-    assert label == "documented-difference" and entry is not None
-    assert entry.id == "std-var-bessel-correction"
-    label, entry = classify(
-        known, kind="value", group="std[axis]", odd=["mxnet"], dtype="float32", input_classes=[]
-    )
-    assert label == "suspected-bug" and entry is None
-
-
-def test_known_differences_are_not_stale() -> None:
-    """Every entry's group pattern still matches a group of the committed catalog."""
-    groups = [g.id for g in model.load().groups]
-    for entry in load_known(DEFAULT_PATH):
-        if entry.group is not None:
-            assert any(entry.group.search(g) for g in groups), f"stale entry {entry.id}"
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'https://x'\n", "at least one of"),
-        ("[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'x'\nkind = 'value'\n", "link must be"),
-        ("[[difference]]\nid = 'a'\nlink = 'https://x'\nkind = 'value'\n", "'reason' is required"),
-        (
-            "[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'https://x'\nkind = 'oops'\n",
-            "unknown kind",
-        ),
-        (
-            "[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'https://x'\ngroup = '('\n",
-            "not a regular expression",
-        ),
-        (
-            "[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'https://x'\ncolour = 'red'\n",
-            "unknown field",
-        ),
-        (
-            "[[difference]]\nid = 'a'\nreason = 'r'\nlink = 'https://x'\nkind = 'value'\n" * 2,
-            "duplicate id",
-        ),
-        ("this is = not toml [", "not a readable TOML"),
-    ],
-)
-def test_malformed_known_differences_name_the_file_and_entry(
-    tmp_path: Path, text: str, message: str
-) -> None:
-    path = tmp_path / "known.toml"
-    path.write_text(text)
-    with pytest.raises(KnownDifferencesError, match=message) as info:
-        load_known(path)
-    assert str(path) in str(info.value)
+    assert scalar is not None and scalar.values["x1"].shape == (1,)
+    assert neutralized(c, GROUP, "subnormal") is None  # nothing to remove

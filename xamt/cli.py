@@ -28,11 +28,16 @@ from xamt.catalog.model import Catalog
 from xamt.errors import OutputError, UnknownApi, UsageError, WorkerError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
 from xamt.merge import merge_command
+from xamt.oracle.verdict import judge
 from xamt.outcomes import outcome_text
 from xamt.report.commands import file as file_command
 from xamt.report.commands import report as report_command
+from xamt.serialize import to_jsonable
 from xamt.types import Call, Outcome
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
+
+# `xamt call`: the libraries disagreed (the verdict blames a library or finds a split).
+DISAGREEMENT_EXIT = 18
 
 app = typer.Typer(
     help="Cross-framework differential fuzzer for deep-learning library APIs.",
@@ -257,10 +262,14 @@ def call(
     variant: VariantOpt = "cpu",
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Run one call on several libraries and show what each returned or raised, side by side.
+    """Run one call on several libraries, show what each returned or raised, and the verdict.
 
-    Every API gets the same arguments. Exit code 0 when every library answered (returning,
-    raising or crashing are all answers); 5 when an API does not exist.
+    Every API gets the same arguments; the verdict is the fuzzer's (which library departs, by
+    the array API special cases or the majority, or an even split). Exit code 0 when the
+    libraries agree (refusing an input is not a disagreement), 18 when they disagree, 5 when
+    an API does not exist.
+
+    Example: xamt call numpy.sinc paddle.sinc torch.sinc -a '[nan, -inf, 0.5]:float32'
     """
     if deadline <= 0:
         raise UsageError("--deadline must be positive")
@@ -280,18 +289,38 @@ def call(
             {lib: Call(api=api, args=args, kwargs=kwargs, seed=seed) for lib, api in by_lib.items()}
         )
         versions = {lib: h.version for lib, h in pool.hellos().items()}
+    op = next(iter(by_lib.values())).rsplit(".", 1)[-1].lower()
+    verdict = judge(outcomes, op=op, inputs=[a for a in args if isinstance(a, np.ndarray)])
     if as_json:
-        out.print(
-            json.dumps(
-                [_outcome_json(o, versions.get(o.library)) for o in outcomes.values()], indent=2
-            ),
-            markup=False,
-        )
+        document = {
+            "outcomes": [_outcome_json(o, versions.get(o.library)) for o in outcomes.values()],
+            "verdict": [
+                {
+                    "kind": b.kind,
+                    "library": b.library,
+                    "confidence": b.confidence,
+                    "detail": b.detail,
+                }
+                for b in verdict.blames
+            ],
+            "support": verdict.support,
+        }
+        out.print(json.dumps(document, indent=2), markup=False)
     else:
         _print_outcomes(list(outcomes.values()), versions)
+        for b in verdict.blames:
+            who = f"{b.library} ({b.confidence})" if not b.split else f"split: {b.library}"
+            out.print(f"{b.kind}: {who}: {b.detail}", markup=False)
+        refused = sorted(lib for lib, state in verdict.support.items() if state == "refused")
+        if refused:
+            out.print(
+                f"refused the input (support gap, not a bug): {', '.join(refused)}", markup=False
+            )
     unknown = [o for o in outcomes.values() if o.status == "unknown-api"]
     if unknown:
         raise UnknownApi("; ".join(o.detail for o in unknown))
+    if verdict.blames:
+        raise typer.Exit(DISAGREEMENT_EXIT)
 
 
 def _print_outcomes(outcomes: list[Outcome], versions: dict[str, str]) -> None:
@@ -315,6 +344,7 @@ def _outcome_json(o: Outcome, version: str | None) -> dict[str, Any]:
         "api": o.api,
         "status": o.status,
         "result": outcome_text(o),
+        "value": to_jsonable(o.value) if o.status == "ok" else None,
         "signal": o.signal,
         "error": None if o.error is None else {"type": o.error.type, "message": o.error.message},
     }
@@ -599,8 +629,8 @@ def fuzz(
         write_findings,
     )
     from xamt.fuzz.reproduce import reproduce
+    from xamt.known import DEFAULT_PATH, load_known
     from xamt.store import Store
-    from xamt.triage.known import DEFAULT_PATH, load_known
     from xamt.triage.pipeline import triage
 
     known = load_known(known_differences or DEFAULT_PATH)
@@ -637,14 +667,15 @@ def fuzz(
         with WorkerPool(pythons, deadline=deadline) as pool:
             out.print(f"starting {len(chosen)} workers; {len(groups)} groups; budget {spent}")
             versions = {lib: h.version for lib, h in pool.start().items()}
-            campaign = Campaign(config, groups, pool, store)
+            campaign = Campaign(config, groups, pool, store, known)
             if campaign.open(resume):
                 out.print(f"resuming campaign {campaign.campaign_id} at case {campaign.state.seq}")
 
             def report(p: Any) -> None:
                 kinds = ", ".join(f"{k} {n}" for k, n in sorted(p.candidates.items())) or "none"
                 out.print(
-                    f"  {p.cases} cases, {p.rate:.0f}/s; signatures by kind: {kinds}; at {p.group}",
+                    f"  {p.cases} cases, {p.rate:.0f}/s; new signatures by kind: {kinds}; "
+                    f"at {p.group}",
                     markup=False,
                 )
 

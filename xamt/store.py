@@ -32,9 +32,11 @@ from types import TracebackType
 from typing import Any
 
 from xamt.errors import XamtError
+from xamt.findings import Finding, FindingsError
+from xamt.findings import from_json as finding_from_json
 from xamt.types import DISCREPANCY_KINDS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x78616D74  # "xamt"
 CANDIDATE_STATUSES = ("pending", "reproduced", "flaky", "not-reproduced")
 TRIAGE_STATUSES = CANDIDATE_STATUSES[1:]
@@ -168,11 +170,34 @@ class FindingRow:
     first_seen: str
     last_seen: str
     campaigns: tuple[int, ...]
+    path: str = ""
+
+    @property
+    def finding(self) -> Finding:
+        """The payload as a :class:`~xamt.findings.Finding`, with the row's counters."""
+        try:
+            found = finding_from_json(self.payload, f"{self.path}: finding {self.signature}")
+        except FindingsError as exc:
+            raise StoreError(f"{exc}; the store is corrupted or from another xamt") from None
+        return found.replace(
+            signature=self.signature,
+            occurrences=self.occurrences,
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+        )
 
 
 def utc_now() -> str:
     """The current time, ISO-8601 UTC with milliseconds (``2024-05-01T12:00:00.000Z``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _loads(text: str, what: str) -> Any:
+    """A JSON column's value; StoreError (exit 10) if it is not JSON."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{what}: not valid JSON ({exc}); the store is corrupted") from None
 
 
 def _dumps(value: Any, what: str) -> str:
@@ -231,6 +256,13 @@ class Store:
             )
         if version < 1:
             raise StoreError(f"{self.path}: not an xamt store (schema version {version})")
+        if version < SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: written by an older xamt (store schema {version}: one finding "
+                "per odd set and tag set, which this xamt cannot turn into root causes without "
+                "re-running every case); start a new store (another --out folder) and keep "
+                "this one for the older xamt"
+            )
         try:
             problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
         except sqlite3.DatabaseError as exc:
@@ -354,7 +386,24 @@ class Store:
         if not rows:
             return None
         cid, config, state, next_seq = rows[0]
-        return cid, json.loads(config), None if state is None else json.loads(state), next_seq
+        state_data = None if state is None else _loads(state, f"{self.path}: campaign {cid} state")
+        if state_data is not None and not isinstance(state_data, dict):
+            raise StoreError(f"{self.path}: campaign {cid} state is not an object; corrupted")
+        return cid, _loads(config, f"{self.path}: campaign {cid} config"), state_data, next_seq
+
+    def campaign_state(self, campaign: int) -> dict[str, Any]:
+        """The state of ``campaign``'s last committed batch (empty before the first)."""
+        rows = self._query(
+            "read a campaign's state", "SELECT state FROM campaigns WHERE id = ?", (campaign,)
+        )
+        if not rows:
+            raise StoreError(f"{self.path}: no campaign {campaign}")
+        if rows[0][0] is None:
+            return {}
+        state = _loads(rows[0][0], f"{self.path}: campaign {campaign} state")
+        if not isinstance(state, dict):
+            raise StoreError(f"{self.path}: campaign {campaign} state is not an object; corrupted")
+        return state
 
     def commit_batch(
         self,
@@ -464,6 +513,7 @@ class Store:
         runs: int,
         *,
         finding: dict[str, Any] | None = None,
+        occurrences: int = 1,
     ) -> None:
         """Record a candidate's triage: ``status`` is one of :data:`TRIAGE_STATUSES`.
 
@@ -502,6 +552,7 @@ class Store:
                     group=group,
                     dtype=dtype,
                     payload_json=finding_json,
+                    occurrences=occurrences,
                 )
 
     # -- findings ------------------------------------------------------------------------
@@ -540,17 +591,21 @@ class Store:
         group: str,
         dtype: str,
         payload_json: str,
+        occurrences: int = 1,
+        first_seen: str | None = None,
     ) -> None:
         if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (campaign,)).fetchone() is None:
             raise StoreError(f"{self.path}: no campaign {campaign}")
         now = utc_now()
         conn.execute(
             "INSERT INTO findings (signature, kind, grp, dtype, payload, occurrences, "
-            "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, 1, ?, ?) "
-            "ON CONFLICT (signature) DO UPDATE SET occurrences = occurrences + 1, "
+            "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (signature) DO UPDATE SET "
+            "occurrences = occurrences + excluded.occurrences, "
+            "first_seen = min(first_seen, excluded.first_seen), "
             "last_seen = excluded.last_seen, payload = excluded.payload, "
             "kind = excluded.kind, grp = excluded.grp, dtype = excluded.dtype",
-            (signature, kind, group, dtype, payload_json, now, now),
+            (signature, kind, group, dtype, payload_json, occurrences, first_seen or now, now),
         )
         conn.execute(
             "INSERT OR IGNORE INTO finding_campaigns (signature, campaign) VALUES (?, ?)",
@@ -566,6 +621,89 @@ class Store:
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"{self.path}: no finding {signature}")
+
+    def import_finding(
+        self,
+        *,
+        signature: str,
+        campaign: int,
+        payload: dict[str, Any],
+        occurrences: int,
+        first_seen: str,
+        last_seen: str,
+    ) -> None:
+        """Record a finding met in another store (a merge), with its own counters and dates:
+        occurrences add up, the earliest ``first_seen`` and latest ``last_seen`` win, and the
+        payload is the one seen last."""
+        missing = [key for key in ("kind", "group", "dtype") if key not in payload]
+        if missing:
+            raise ValueError(f"finding payload lacks {', '.join(missing)}")
+        payload_json = _dumps(payload, "finding payload")
+        with self._transaction(f"import finding {signature}") as conn:
+            if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (campaign,)).fetchone() is None:
+                raise StoreError(f"{self.path}: no campaign {campaign}")
+            conn.execute(
+                "INSERT INTO findings (signature, kind, grp, dtype, payload, occurrences, "
+                "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (signature) DO UPDATE SET "
+                "occurrences = occurrences + excluded.occurrences, "
+                "first_seen = min(first_seen, excluded.first_seen), "
+                "payload = CASE WHEN excluded.last_seen >= last_seen "
+                "THEN excluded.payload ELSE payload END, "
+                "last_seen = max(last_seen, excluded.last_seen)",
+                (
+                    signature,
+                    str(payload["kind"]),
+                    str(payload["group"]),
+                    str(payload["dtype"]),
+                    payload_json,
+                    occurrences,
+                    first_seen,
+                    last_seen,
+                ),
+            )
+            conn.execute(
+                "INSERT OR IGNORE INTO finding_campaigns (signature, campaign) VALUES (?, ?)",
+                (signature, campaign),
+            )
+
+    def rekey_finding(self, old: str, new: str, payload: dict[str, Any]) -> None:
+        """Move finding ``old`` to signature ``new`` with ``payload`` (after triage found its
+        trigger), in one transaction: its occurrences, campaigns and first sighting join an
+        existing ``new`` finding, or make it; ``old`` is gone afterwards."""
+        if old == new:
+            self.update_finding(old, payload)
+            return
+        payload_json = _dumps(payload, "finding payload")
+        with self._transaction(f"rekey finding {old}") as conn:
+            row = conn.execute(
+                "SELECT kind, grp, dtype, occurrences, first_seen FROM findings "
+                "WHERE signature = ?",
+                (old,),
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"{self.path}: no finding {old}")
+            kind, group, dtype, occurrences, first_seen = row
+            campaigns = [
+                c
+                for (c,) in conn.execute(
+                    "SELECT campaign FROM finding_campaigns WHERE signature = ?", (old,)
+                ).fetchall()
+            ]
+            conn.execute("DELETE FROM finding_campaigns WHERE signature = ?", (old,))
+            conn.execute("DELETE FROM findings WHERE signature = ?", (old,))
+            for i, campaign in enumerate(campaigns):
+                self._upsert(
+                    conn,
+                    signature=new,
+                    campaign=campaign,
+                    kind=kind,
+                    group=group,
+                    dtype=dtype,
+                    payload_json=payload_json,
+                    occurrences=occurrences if i == 0 else 0,
+                    first_seen=first_seen,
+                )
 
     def finding(self, signature: str) -> FindingRow:
         """One finding by its signature, or a unique prefix of it."""
@@ -601,11 +739,12 @@ class Store:
                 kind=kind,
                 group=group,
                 dtype=dtype,
-                payload=json.loads(payload),
+                payload=_loads(payload, f"{self.path}: finding {sig}"),
                 occurrences=occurrences,
                 first_seen=first,
                 last_seen=last,
                 campaigns=tuple(int(c) for c in campaigns.split(",")) if campaigns else (),
+                path=str(self.path),
             )
             for sig, kind, group, dtype, payload, occurrences, first, last, campaigns in rows
         ]
@@ -677,7 +816,7 @@ def _candidate_row(row: tuple[Any, ...]) -> CandidateRow:
         kind=kind,
         group=group,
         dtype=dtype,
-        payload=json.loads(payload),
+        payload=_loads(payload, f"candidate {cid}"),
         status=status,
         reproduced=reproduced,
         runs=runs,

@@ -66,7 +66,8 @@ def test_every_finding_is_signed_minimized_classified_and_scripted(campaign: Pat
         m = f["minimization"]
         assert isinstance(m, dict) and m["elements_after"] <= m["elements_before"]
         assert f["original_case"] is not None
-        assert f["classification"] in ("suspected-bug", "documented-difference")
+        assert f["classification"] in ("suspected-bug", "documented-difference", "split")
+        assert f["trigger"] and f["trigger"] in str(f["key"])
         repro = f["repro"]
         assert isinstance(repro, dict) and set(repro) == set(f["apis"]) | {"xamt"}  # type: ignore[arg-type]
         for path in repro.values():
@@ -121,7 +122,8 @@ def test_per_library_scripts_show_the_same_disagreement(
             assert "(finding made on" in run.stdout
             outcomes[lib] = _outcome(lib, api, line)
         kinds = {d.kind for d in compare(outcomes)}
-        assert f["kind"] in kinds, (f["key"], kinds)
+        # a departure from the standard can be shared by every library: no disagreement then
+        assert f["kind"] in kinds or f["confidence"] == "reference", (f["key"], kinds)
         checked += 1
         if checked >= 6:
             break
@@ -139,7 +141,8 @@ def test_two_campaigns_dedup_to_one_finding_per_signature(campaign: Path, tmp_pa
         assert len(signatures) == len(set(signatures))
         both = [r for r in rows if r.campaigns == (1, 2)]
         assert both, "the same groups under two seeds share findings"
-        assert all(r.occurrences == 2 for r in both)
+        # one occurrence per case that met the root cause, in each campaign
+        assert all(r.occurrences >= 2 for r in both)
 
 
 def test_repro_reports_still_present(campaign: Path) -> None:

@@ -15,47 +15,33 @@ import math
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from xamt.catalog.bind import bind
-from xamt.catalog.model import Catalog, Group, Member
+from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
+from xamt.findings import SEVERITY, Finding
+from xamt.findings import to_json as finding_json
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
 from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate, pick_apis
-from xamt.inputs.tags import input_classes
-from xamt.oracle.compare import compare, divergence
-from xamt.oracle.signature import signature_of
+from xamt.known import KnownDifference, load_known
+from xamt.oracle.compare import divergence
 from xamt.outcomes import outcome_summary
+from xamt.replay import Replay, Replayed, Signed, Submitted, case_dtype, classify_blame
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import CandidateRecord, CaseRecord, Store
-from xamt.types import VALUE_CLASSES, Call, Case, Discrepancy, Outcome
+from xamt.types import VALUE_CLASSES, Case
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import BFloat16
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
 CANDIDATES_PER_SIGNATURE = 2
-REFERENCE_DTYPES = ("float16", "bfloat16", "float32")
-# The input class a signature keeps: the first tag present in this order, else the value class.
-PRIMARY_CLASSES = (
-    "nan",
-    "inf",
-    "neg-inf",
-    "neg-zero",
-    "subnormal",
-    "int-overflow",
-    "empty",
-    "scalar",
-    "out-of-range-axis",
-    "out-of-range-index",
-    "zero-divisor",
-    "broadcast",
-    "high-rank",
-)
+# Reward of a new root cause by severity: the schedule chases wrong results and dead
+# processes, not dtype policy.
+SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,28 +107,6 @@ def select_groups(
     return chosen
 
 
-def primary_class(tags: Sequence[str], value_class: str) -> str:
-    return next((t for t in PRIMARY_CLASSES if t in tags), value_class)
-
-
-def signatures(
-    case: Case, tags: Sequence[str], found: Sequence[Discrepancy]
-) -> list[tuple[str, str]]:
-    """(hash, readable key) of each discrepancy of ``case`` whose input tags are ``tags``."""
-    pclass = primary_class(tags, case.value_class)
-    return [
-        signature_of(
-            kind=d.kind,
-            group=case.group,
-            odd=d.odd,
-            dtype=case.dtype,
-            input_class=pclass,
-            error=d.error,
-        )
-        for d in found
-    ]
-
-
 @dataclass(frozen=True, kw_only=True)
 class CampaignConfig:
     name: str
@@ -167,6 +131,7 @@ class Progress:
     group: str = ""
     candidates: Counter[str] = field(default_factory=Counter)
     signatures: int = 0
+    suspected: int = 0  # distinct signatures classified as suspected bugs
 
     @property
     def rate(self) -> float:
@@ -190,21 +155,28 @@ class _State:
     seen: dict[str, int] = field(default_factory=dict)
     kinds: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    # group -> library -> dtype -> "ok" | "refused"
+    support: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    suspected: set[str] = field(default_factory=set)  # signatures classified suspected-bug
 
 
 class Campaign:
     """One campaign over ``groups`` with a started pool, recorded in ``store``."""
 
     def __init__(
-        self, config: CampaignConfig, groups: Sequence[Group], pool: WorkerPool, store: Store
+        self,
+        config: CampaignConfig,
+        groups: Sequence[Group],
+        pool: WorkerPool,
+        store: Store,
+        known: Sequence[KnownDifference] | None = None,
     ) -> None:
         if not groups:
             raise UsageError("no group to fuzz: check --group, --libs and --shard")
         self.config = config
         self.groups = {g.id: g for g in groups}
-        self.members: dict[tuple[str, str], Member] = {
-            (g.id, m.api): m for g in groups for m in g.members
-        }
+        self.replay = Replay(pool, self.groups)
+        self.known = list(known) if known is not None else load_known()
         self.pool = pool
         self.store = store
         arms = [(g.id, d, v) for g in groups for d in fuzz_dtypes(g) for v in VALUE_CLASSES]
@@ -233,6 +205,8 @@ class Campaign:
                 seen=dict(state["seen"]),
                 kinds=Counter(state["kinds"]),
                 seconds=float(state["seconds"]),
+                support=dict(state.get("support", {})),
+                suspected=set(state.get("suspected", [])),
             )
             self._resumed = [
                 (
@@ -298,8 +272,7 @@ class Campaign:
         return self._submit(picks, [self._case(p) for p in picks])
 
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
-        submitted = submit_cases(self.pool, cases, self.groups, self.members)
-        return _Batch(picks=picks, cases=cases, submitted=submitted)
+        return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
 
     def progress(self) -> Progress:
         return Progress(
@@ -308,6 +281,7 @@ class Campaign:
             group=self._last_group,
             candidates=Counter(self.state.kinds),
             signatures=len(self.state.seen),
+            suspected=len(self.state.suspected),
         )
 
     _last_group = ""
@@ -319,47 +293,54 @@ class Campaign:
         if pick.parent is not None:
             parent = case_from_jsonable(self.schedule.corpus_case(pick.parent))
             return mutate(parent, group, self.rng)
-        apis = pick_apis(group, self.config.libraries, self.rng)
+        apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
         return draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
-        outcomes, references = batch.submitted.collect()
+        replayed = batch.submitted.collect()
         case_records, candidates = [], []
-        for pick, case, outs, ref in zip(picks, cases, outcomes, references, strict=True):
+        for pick, case, run in zip(picks, cases, replayed, strict=True):
             seq = self.state.seq
-            found = compare(outs, reference=ref)
-            score = divergence(outs)
+            group = self.groups[case.group]
+            score = divergence(run.outcomes)
             novel = False
-            new = 0  # signatures this case showed first
+            reward_new = 0.0  # new suspected root causes this case showed first, by severity
             repeats = 0  # how often this case's discrepancies were seen before
-            if found:
-                tags = input_classes(case, self.groups[case.group])
-                for d, (sig, key) in zip(found, signatures(case, tags, found), strict=True):
-                    count = self.state.seen.get(sig, 0)
-                    novel |= count == 0
-                    new += count == 0
-                    repeats = max(repeats, count)
-                    self.state.seen[sig] = count + 1
-                    if count == 0:
-                        self.state.kinds[d.kind] += 1
-                    if count < CANDIDATES_PER_SIGNATURE:
-                        candidates.append(
-                            CandidateRecord(
-                                seq=seq,
-                                signature=sig,
-                                kind=d.kind,
-                                group=case.group,
-                                dtype=case.dtype,
-                                payload=candidate_payload(case, d, key, tags, outs),
-                            )
-                        )
+            for lib, state in run.judgement.support.items():
+                cell = self.state.support.setdefault(case.group, {}).setdefault(lib, {})
+                if cell.get(case.dtype) != "ok":
+                    cell[case.dtype] = state
+            for signed in run.signed:
+                sig = signed.signature
+                count = self.state.seen.get(sig, 0)
+                self.state.seen[sig] = count + 1
+                repeats = max(repeats, count)
+                if count >= CANDIDATES_PER_SIGNATURE:
+                    continue
+                finding = candidate_finding(signed, run, group, self.known)
+                if count == 0:
+                    novel = True
+                    self.state.kinds[signed.blame.kind] += 1
+                    if finding.suspected:
+                        reward_new += SEVERITY_REWARD[finding.severity]
+                        self.state.suspected.add(sig)
+                candidates.append(
+                    CandidateRecord(
+                        seq=seq,
+                        signature=sig,
+                        kind=signed.blame.kind,
+                        group=case.group,
+                        dtype=case.dtype,
+                        payload=finding_json(finding),
+                    )
+                )
             # A discrepancy seen again is worth less each time: a crash found once should not
             # keep drawing the budget (and restarting a worker) forever.
-            reward = NOVELTY_BONUS * new + DIVERGENCE_WEIGHT * score / math.sqrt(1 + repeats)
+            reward = NOVELTY_BONUS * reward_new + DIVERGENCE_WEIGHT * score / math.sqrt(1 + repeats)
             # Divergent cases may be mutated further, unless a worker died or hung on them:
             # mutating those costs restarts and deadlines for little new.
-            fatal = any(d.kind in ("crash", "hang", "resource") for d in found)
+            fatal = any(s.blame.family in ("crash", "hang", "resource") for s in run.signed)
             keep = score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
@@ -369,7 +350,7 @@ class Campaign:
                     dtype=case.dtype,
                     value_class=case.value_class,
                     score=score,
-                    kinds=tuple(sorted({d.kind for d in found})),
+                    kinds=tuple(sorted({s.blame.kind for s in run.signed})),
                 )
             )
             self.state.seq += 1
@@ -390,6 +371,8 @@ class Campaign:
             "seen": self.state.seen,
             "kinds": dict(self.state.kinds),
             "seconds": self.state.seconds,
+            "support": self.state.support,
+            "suspected": sorted(self.state.suspected),
             "pending": [
                 {
                     "picks": [[list(p.arm), p.parent] for p in b.picks],
@@ -400,85 +383,33 @@ class Campaign:
         }
 
 
-def execute_cases(
-    pool: WorkerPool,
-    cases: Sequence[Case],
-    groups: Mapping[str, Group],
-    members: Mapping[tuple[str, str], Member],
-) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
-    """Run cases on every library at once; also a float64 numpy reference where it applies.
-
-    Returns per case the outcomes by library, and the reference outcome (or None).
-    """
-    return submit_cases(pool, cases, groups, members).collect()
-
-
-@dataclass
-class Submitted:
-    """Cases handed to the pool (:func:`submit_cases`), to be collected later."""
-
-    pool: WorkerPool
-    ticket: int
-    slots: list[list[tuple[str, int]]]
-    ref_slots: list[int | None]
-
-    def collect(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
-        results = self.pool.collect(self.ticket)
-        outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in self.slots]
-        references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
-        return outcomes, references
-
-
-def submit_cases(
-    pool: WorkerPool,
-    cases: Sequence[Case],
-    groups: Mapping[str, Group],
-    members: Mapping[tuple[str, str], Member],
-) -> Submitted:
-    """Queue cases on every library (and the float64 reference) without waiting for them."""
-    calls: dict[str, list[Call]] = {}
-    slots: list[list[tuple[str, int]]] = []
-    ref_slots: list[int | None] = []
-    for case in cases:
-        mine = []
-        for lib, api in case.apis.items():
-            calls.setdefault(lib, [])
-            mine.append((lib, len(calls[lib])))
-            calls[lib].append(bind(members[(case.group, api)], case.values, seed=case.seed))
-        slots.append(mine)
-        ref = None
-        np_api = case.apis.get("numpy")
-        if np_api and case.dtype in REFERENCE_DTYPES and "numpy" in pool.workers:
-            ref = len(calls["numpy"])
-            calls["numpy"].append(bind(members[(case.group, np_api)], upcast(case.values)))
-        ref_slots.append(ref)
-    return Submitted(pool=pool, ticket=pool.submit(calls), slots=slots, ref_slots=ref_slots)
-
-
-def upcast(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The same values in float64 (for the reference run)."""
-
-    def up(v: Any) -> Any:
-        if isinstance(v, BFloat16):
-            return v.values.astype(np.float64)
-        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
-            return v.astype(np.float64)
-        if isinstance(v, list):
-            return [up(x) for x in v]
-        return v
-
-    return {k: up(v) for k, v in values.items()}
-
-
-def candidate_payload(
-    case: Case, d: Discrepancy, key: str, tags: Sequence[str], outcomes: Mapping[str, Outcome]
-) -> dict[str, Any]:
-    return {
-        "key": key,
-        "odd": list(d.odd),
-        "detail": d.detail,
-        "error": d.error,
-        "input_classes": list(tags),
-        "case": case_to_jsonable(case),
-        "outputs": {lib: outcome_summary(o) for lib, o in outcomes.items()},
-    }
+def candidate_finding(
+    signed: Signed,
+    replayed: Replayed,
+    group: Group,
+    known: Sequence[KnownDifference],
+) -> Finding:
+    """A candidate's preliminary finding: blamed, signed and classified, not yet reproduced."""
+    case = replayed.case
+    blame = signed.blame
+    classification, entry = classify_blame(known, signed, case, group)
+    return Finding(
+        signature=signed.signature,
+        key=signed.key,
+        kind=blame.kind,
+        classification=classification,
+        severity=SEVERITY[blame.family],
+        confidence=blame.confidence,
+        library=blame.library,
+        callable=signed.callable,
+        group=case.group,
+        apis=dict(case.apis),
+        trigger=signed.trigger,
+        input_classes=replayed.tags,
+        dtype=case_dtype(case, group),
+        detail=blame.detail,
+        error=blame.error,
+        case=case_to_jsonable(case),
+        outputs={lib: outcome_summary(o) for lib, o in replayed.outcomes.items()},
+        known_difference=entry,
+    )

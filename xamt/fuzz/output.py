@@ -1,8 +1,8 @@
-"""findings.json (schema 1): the campaign's output contract, and its terminal summary."""
+"""findings.json (schema 2, encoded by :mod:`xamt.findings`) of a campaign, its terminal
+summary, and the output folder's writers."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -10,54 +10,23 @@ from typing import Any
 
 from xamt import __version__
 from xamt.errors import OutputError
+from xamt.findings import CLASSIFICATIONS, Document, dumps_document
 from xamt.store import Store
-
-SCHEMA = 1
-
-
-def finding_entry(signature: str, payload: dict[str, Any], occurrences: int) -> dict[str, Any]:
-    """One finding as findings.json spells it."""
-    case = payload["case"]
-    return {
-        "signature": signature,
-        "key": payload.get("key", ""),
-        "kind": payload["kind"],
-        "classification": payload.get("classification", "suspected-bug"),
-        "group": payload["group"],
-        "apis": case["apis"],
-        "odd": payload["odd"],
-        "input_classes": payload["input_classes"],
-        "dtype": payload["dtype"],
-        "reproduced": payload["reproduced"],
-        "runs": payload.get("runs", payload["reproduced"]),
-        "occurrences": occurrences,
-        "detail": payload.get("detail", ""),
-        "case": {
-            "value_class": case["value_class"],
-            "seed": case["seed"],
-            "values": case["values"],
-        },
-        "outputs": payload["outputs"],
-        "original_case": payload.get("original_case", {}).get("values"),
-        "minimization": payload.get("minimization"),
-        "known_difference": payload.get("known_difference"),
-        "repro": payload.get("repro", {}),
-    }
 
 
 def findings_document(
     store: Store, campaign: int, *, libraries: dict[str, str], campaign_info: dict[str, Any]
-) -> dict[str, Any]:
-    rows = store.findings(campaign)
-    entries = [finding_entry(r.signature, r.payload, r.occurrences) for r in rows]
-    entries.sort(key=lambda e: (e["kind"], e["group"], e["signature"]))
-    return {
-        "schema": SCHEMA,
-        "xamt_version": __version__,
-        "libraries": libraries,
-        "campaign": campaign_info,
-        "findings": entries,
-    }
+) -> Document:
+    """The findings.json document of ``campaign``: its findings and its support matrix."""
+    findings = tuple(row.finding for row in store.findings(campaign))
+    support = store.campaign_state(campaign).get("support", {})
+    return Document(
+        xamt_version=__version__,
+        libraries=dict(libraries),
+        campaign=campaign_info,
+        findings=findings,
+        support=support if isinstance(support, dict) else {},
+    )
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -85,26 +54,43 @@ def writable_folder(path: Path, hint: str = "choose another") -> Path:
     return path
 
 
-def write_findings(path: Path, document: dict[str, Any]) -> None:
+def write_findings(path: Path, document: Document) -> None:
     """Write findings.json atomically."""
-    write_atomic(path, json.dumps(document, indent=1, sort_keys=False) + "\n")
+    write_atomic(path, dumps_document(document))
 
 
-def summary_lines(document: dict[str, Any]) -> list[str]:
-    findings = document["findings"]
-    kinds = Counter(f["kind"] for f in findings)
-    camp = document["campaign"]
+def summary_lines(document: Document, top: int = 15) -> list[str]:
+    """The terminal summary: counts by classification and kind, then the suspected bugs by
+    rank (severity, confidence, occurrences)."""
+    findings = document.findings
+    camp = document.campaign
+    cases, seconds = camp.get("cases", 0), camp.get("seconds", 0.0)
+    by_class = Counter(f.classification for f in findings)
     lines = [
-        f"{camp['cases']} cases in {camp['seconds']:.0f} s "
-        f"({camp['cases'] / max(camp['seconds'], 1e-9):.0f}/s); "
-        f"{len(findings)} reproduced findings"
-        + (": " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) if kinds else "")
+        f"{cases} cases in {seconds:.0f} s ({cases / max(seconds, 1e-9):.0f}/s); "
+        f"{len(findings)} root causes: "
+        + ", ".join(f"{by_class.get(c, 0)} {c}" for c in CLASSIFICATIONS)
     ]
-    for f in findings[:15]:
+    for c in CLASSIFICATIONS:
+        kinds = Counter(f.kind for f in findings if f.classification == c)
+        if kinds:
+            lines.append(f"  {c}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+    bugs = [f for f in document.ranked() if f.suspected]
+    refused = sum(
+        state == "refused"
+        for libs in document.support.values()
+        for dtypes in libs.values()
+        for state in dtypes.values()
+    )
+    if refused:
+        lines.append(f"  support matrix: {refused} (group, library, dtype) refusals, not bugs")
+    if bugs:
+        lines.append("suspected bugs, most severe first:")
+    for f in bugs[:top]:
         lines.append(
-            f"  {f['kind']:12} {f['group']:28} {f['dtype']:9} odd: "
-            f"{', '.join(f['odd']) or '-'}  [{', '.join(f['input_classes'][:4])}]"
+            f"  {f.severity:8} {f.confidence:9} {f.kind:11} {f.callable:32} {f.dtype:9} "
+            f"{f.trigger:14} x{f.occurrences}"
         )
-    if len(findings) > 15:
-        lines.append(f"  ... and {len(findings) - 15} more in findings.json")
+    if len(bugs) > top:
+        lines.append(f"  ... and {len(bugs) - top} more in findings.json")
     return lines

@@ -2,8 +2,10 @@
 
 One representative case per signature runs ``runs`` times, each time in a new pool (fresh
 processes). A candidate whose signature shows up every time is *reproduced* and becomes a
-finding; some of the time, *flaky*; never, *not reproduced*. Other candidates of the same
-signature take the representative's verdict.
+finding, with as many occurrences as the campaign met its signature; some of the time,
+*flaky*; never, *not reproduced*. Other candidates of the same signature take the
+representative's verdict. Verdicts are committed as they come, so a run killed during
+reproduction continues where it stopped.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from xamt.catalog.model import Group, Member
-from xamt.fuzz.campaign import execute_cases, signatures
-from xamt.oracle.compare import compare
+from xamt.catalog.model import Group
+from xamt.findings import FindingsError, from_json, to_json
+from xamt.replay import Replay
 from xamt.serialize import case_from_jsonable
-from xamt.store import CandidateRow, Store
+from xamt.store import CandidateRow, Store, StoreError
 from xamt.workers.pool import WorkerPool
 
 RUNS = 3
@@ -28,13 +30,6 @@ class ReproSummary:
     reproduced: int = 0
     flaky: int = 0
     not_reproduced: int = 0
-
-
-def signatures_in(case_payload: Mapping[str, Any], outcomes: Any, reference: Any) -> set[str]:
-    """The signatures a stored candidate's case shows with these outcomes."""
-    case = case_from_jsonable(dict(case_payload["case"]))
-    found = compare(outcomes, reference=reference)
-    return {sig for sig, _ in signatures(case, case_payload["input_classes"], found)}
 
 
 def reproduce(
@@ -49,7 +44,7 @@ def reproduce(
     progress: Callable[[str], None] = lambda _m: None,
 ) -> ReproSummary:
     """Reproduce the campaign's pending candidates; record verdicts and findings."""
-    pending = store.pending_candidates(campaign)
+    pending = [c for c in store.pending_candidates(campaign) if c.group in groups]
     if not pending:
         return ReproSummary()
     by_sig: dict[str, list[CandidateRow]] = defaultdict(list)
@@ -57,9 +52,7 @@ def reproduce(
         by_sig[cand.signature].append(cand)
     reps = [cands[0] for cands in by_sig.values()]
     cases = [case_from_jsonable(c.payload["case"]) for c in reps]
-    members: dict[tuple[str, str], Member] = {
-        (g.id, m.api): m for g in groups.values() for m in g.members
-    }
+    seen = store.campaign_state(campaign).get("seen", {})
     libs = sorted({lib for c in cases for lib in c.apis})
     hits: Counter[int] = Counter()
     for run in range(runs):
@@ -69,9 +62,9 @@ def reproduce(
             kwargs["memory_cap"] = memory_cap
         with WorkerPool({lib: pythons[lib] for lib in libs}, **kwargs) as pool:
             pool.start()
-            outcomes, references = execute_cases(pool, cases, groups, members)
-        for cand, outs, ref in zip(reps, outcomes, references, strict=True):
-            if cand.signature in signatures_in(cand.payload, outs, ref):
+            replayed = Replay(pool, groups).run(cases)
+        for cand, result in zip(reps, replayed, strict=True):
+            if cand.signature in result.signatures():
                 hits[cand.id] += 1
     summary: Counter[str] = Counter()
     for rep in reps:
@@ -80,16 +73,16 @@ def reproduce(
         summary[status] += 1
         finding = None
         if status == "reproduced":
-            finding = {
-                **rep.payload,
-                "kind": rep.kind,
-                "group": rep.group,
-                "dtype": rep.dtype,
-                "reproduced": k,
-                "runs": runs,
-            }
+            try:
+                found = from_json(rep.payload, f"candidate {rep.id}")
+            except FindingsError as exc:
+                raise StoreError(f"{store.path}: candidate {rep.id} is malformed: {exc}") from None
+            finding = to_json(found.replace(reproduced=k, runs=runs))
+        occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
         # the verdict and the finding in one transaction: a kill between them cannot count twice
-        store.set_candidate_status(rep.id, status, k, runs, finding=finding)
+        store.set_candidate_status(
+            rep.id, status, k, runs, finding=finding, occurrences=max(occurrences, 1)
+        )
         for cand in by_sig[rep.signature][1:]:
             store.set_candidate_status(cand.id, status, k, runs)
     return ReproSummary(

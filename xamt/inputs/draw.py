@@ -243,10 +243,44 @@ def _poke(
     return BFloat16(out) if isinstance(arr, BFloat16) else out
 
 
-def pick_apis(group: Group, libraries: Sequence[str], rng: np.random.Generator) -> dict[str, str]:
-    """One member API per library (rotating among a library's aliases)."""
+# Namespaces whose functions do not promote their inputs (strictly typed).
+STRICT_NAMESPACES = ("jax.lax.", "tensorflow.raw_ops.")
+FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def strict(api: str) -> bool:
+    """Whether an API accepts only what it was validated on: in-place variants (the result is
+    written into the input, so its dtype cannot change) and strictly typed namespaces."""
+    name = api.rsplit(".", 1)[-1]
+    inplace = name.endswith("_") and not name.startswith("_")
+    return inplace or api.startswith(STRICT_NAMESPACES)
+
+
+def accepts(group: Group, api: str, dtype: str | None) -> bool:
+    """Whether member ``api`` may be drawn for a case of ``dtype``: a strict member only for
+    the group's validation dtype or another float dtype when that is a float, and an
+    in-place member never with two array inputs (they may broadcast)."""
+    if not strict(api):
+        return True
+    name = api.rsplit(".", 1)[-1]
+    if name.endswith("_") and len(array_roles(group)) > 1:
+        return False
+    if dtype is None or dtype == group.dtype:
+        return True
+    return dtype in FLOAT_DTYPES and group.dtype in FLOAT_DTYPES
+
+
+def pick_apis(
+    group: Group, libraries: Sequence[str], rng: np.random.Generator, dtype: str | None = None
+) -> dict[str, str]:
+    """One member API per library (rotating among a library's aliases), among the members
+    that accept ``dtype`` (:func:`accepts`) where a library has any."""
     by_lib: dict[str, list[str]] = {}
     for m in group.members:
         if m.library in libraries:
             by_lib.setdefault(m.library, []).append(m.api)
-    return {lib: apis[int(rng.integers(0, len(apis)))] for lib, apis in by_lib.items()}
+    chosen = {}
+    for lib, apis in by_lib.items():
+        fit = [a for a in apis if accepts(group, a, dtype)] or apis
+        chosen[lib] = fit[int(rng.integers(0, len(fit)))]
+    return chosen

@@ -177,15 +177,18 @@ class _Stack:
     on demand, on components (a complex number is two floats).
     """
 
-    def __init__(self, leaves: Sequence[_Leaf], libs: int) -> None:
+    def __init__(
+        self, leaves: Sequence[_Leaf], libs: int, floor: tuple[float, float] = (0.0, 0.0)
+    ) -> None:
         arrays = [leaf.array for leaf in leaves if leaf.array is not None]
         assert len(arrays) == len(leaves), "a numeric position holds arrays only"
         self.libs = libs  # rows before this are libraries; a row after them is the reference
         self.size = arrays[0].size
         kinds = {a.dtype.kind for a in arrays}
         tols = [TOLERANCE[leaf.dtype] for leaf in leaves]
-        self.rtol = np.array([t[0] for t in tols])
-        self.atol = np.array([t[1] for t in tols])
+        # a floating result is never held to more than its input's precision
+        self.rtol = np.array([max(t[0], floor[0]) if t[0] else 0.0 for t in tols])
+        self.atol = np.array([max(t[1], floor[1]) if t[1] else 0.0 for t in tols])
         self.is_float = np.array([a.dtype.kind in "fc" for a in arrays])
         self.exact = kinds <= {"b", "i", "u"}
         self.complex = "c" in kinds
@@ -420,14 +423,16 @@ def _resolve(classes: Sequence[_Class]) -> tuple[_Class, list[_Class], str]:
 class _Rows:
     """The leaves of the compared libraries (and of the reference, as a last row)."""
 
-    def __init__(self, flats: Sequence[_Flat], has_ref: bool) -> None:
+    def __init__(
+        self, flats: Sequence[_Flat], has_ref: bool, floor: tuple[float, float] = (0.0, 0.0)
+    ) -> None:
         self.libs = len(flats) - (1 if has_ref else 0)
         self.has_ref = has_ref
         self.stacks: list[_Stack] = []
         self.tokens: list[list[tuple[str, str]]] = []
         for position in zip(*(f.leaves for f in flats), strict=True):
             if position[0].array is not None:
-                self.stacks.append(_Stack(position, self.libs))
+                self.stacks.append(_Stack(position, self.libs, floor))
             else:
                 self.tokens.append([leaf.token or ("", "") for leaf in position])
 
@@ -657,10 +662,11 @@ def compare(
     if returned and raised:
         found.append(_status(returned, raised, live))
     if len(returned) >= 2:
-        ref = None
-        if reference is not None and reference.status == "ok":
-            ref = _flatten(reference.value)
-        found.extend(_compare_returned(returned, [live[lib].value for lib in returned], ref))
+        has_ref = reference is not None and reference.status == "ok"
+        ref = reference.value if reference is not None and has_ref else None
+        found.extend(
+            _compare_returned(returned, [live[lib].value for lib in returned], ref, has_ref)
+        )
     return found
 
 
@@ -699,22 +705,61 @@ def _error_text(outcome: Outcome) -> str:
     return f"{outcome.error.type}: {line}" if line else outcome.error.type
 
 
-def _compare_returned(libs: list[str], values: list[Any], ref: _Flat | None) -> list[Discrepancy]:
-    """The output kinds among libraries that returned (``ref``: the flattened reference)."""
-    found: list[Discrepancy] = []
+@dataclass(frozen=True)
+class Partition:
+    """How the libraries that returned split on one output kind.
+
+    ``classes`` are tuples of indices into ``libs``: libraries whose outputs agree with each
+    other; ``ref`` says per class whether it agrees with the float64 reference (``None``
+    without one). :meth:`describe` words one class against another for a finding's detail.
+    """
+
+    kind: str
+    libs: tuple[str, ...]
+    classes: tuple[_Class, ...]
+    explain: Callable[[_Class, _Class, _Who], str]
+
+    def names(self, c: _Class) -> tuple[str, ...]:
+        return tuple(self.libs[i] for i in c.members)
+
+    def describe(self, odd: _Class, major: _Class) -> str:
+        return self.explain(odd, major, _Who.of(self.libs, odd, major))
+
+
+def partitions(
+    libs: Sequence[str],
+    values: Sequence[Any],
+    reference: Any = None,
+    *,
+    has_ref: bool = False,
+    input_dtype: str | None = None,
+) -> list[Partition]:
+    """The output kinds on which the libraries that returned ``values`` disagree, each with
+    its classes of agreeing libraries, in reporting order.
+
+    ``reference`` (when ``has_ref``) is a reference output; it is cast to the libraries'
+    floating dtype first, so a float64 result beyond that dtype's range counts as the
+    overflow the dtype must show. A shape split leaves only the largest class (the first on a
+    tie) for the later kinds. ``input_dtype``, a floating dtype, is a floor for the
+    tolerance of floating results: a float16 input computed in float32 is compared at
+    float16's precision.
+    """
+    found: list[Partition] = []
+    libs = list(libs)
     flats = [_flatten(v) for v in values]
     if _identical(flats):
         return found
+    ref = _flatten(reference) if has_ref else None
 
-    # Shape: the layouts (structure and shapes) must match; go on with the majority.
+    # Shape: the layouts (structure and shapes) must match; go on with the largest class.
     layouts = [f.layout for f in flats]
     if any(layout != layouts[0] for layout in layouts):
         classes = _group(layouts, None if ref is None else ref.layout)
         found.append(
-            _finding(
+            Partition(
                 "shape",
-                libs,
-                classes,
+                tuple(libs),
+                tuple(classes),
                 lambda o, m, who: (
                     f"shape: {who.odd} returned {layouts[o.members[0]]} "
                     f"where {who.major} returned {layouts[m.members[0]]}"
@@ -731,10 +776,10 @@ def _compare_returned(libs: list[str], values: list[Any], ref: _Flat | None) -> 
     dtypes = [f.dtypes for f in flats]
     if any(d != dtypes[0] for d in dtypes):
         found.append(
-            _finding(
+            Partition(
                 "dtype",
-                libs,
-                _group(dtypes),
+                tuple(libs),
+                tuple(_group(dtypes)),
                 lambda o, m, who: (
                     f"dtype: {who.odd} returned {_dtypes(dtypes[o.members[0]])} "
                     f"where {who.major} returned {_dtypes(dtypes[m.members[0]])}"
@@ -744,12 +789,51 @@ def _compare_returned(libs: list[str], values: list[Any], ref: _Flat | None) -> 
 
     if ref is not None and ref.layout != flats[0].layout:
         ref = None  # a reference of another shape cannot break ties
-    rows = _Rows(flats if ref is None else [*flats, ref], has_ref=ref is not None)
+    if ref is not None:
+        ref = _cast_reference(ref, flats)
+    floor = TOLERANCE.get(input_dtype or "", (0.0, 0.0)) if input_dtype else (0.0, 0.0)
+    rows = _Rows(flats if ref is None else [*flats, ref], has_ref=ref is not None, floor=floor)
     for check in LEAF_CHECKS:
         leaf_classes = rows.partition(check)
         if leaf_classes is not None:
-            found.append(_finding(check, libs, leaf_classes, partial(rows.explain, check)))
+            found.append(
+                Partition(check, tuple(libs), tuple(leaf_classes), partial(rows.explain, check))
+            )
     return found
+
+
+# Floating dtypes by precision, lowest first; a reference is rounded to the lowest one the
+# libraries return at that position.
+_FLOAT_ORDER = ("float16", "bfloat16", "float32", "float64")
+_COMPLEX_ORDER = ("complex64", "complex128")
+
+
+def _cast_reference(ref: _Flat, flats: Sequence[_Flat]) -> _Flat:
+    leaves = []
+    for i, leaf in enumerate(ref.leaves):
+        names = {f.leaves[i].dtype for f in flats}
+        target = None
+        for order in (_FLOAT_ORDER, _COMPLEX_ORDER):
+            if leaf.dtype in order and names <= set(order):
+                target = min(names, key=order.index)
+        if leaf.array is None or target is None or target == leaf.dtype:
+            leaves.append(leaf)
+            continue
+        np_target = np.float32 if target == "bfloat16" else np.dtype(target)
+        with np.errstate(all="ignore"):
+            cast = leaf.array.astype(np_target)
+        leaves.append(_Leaf(dtype="float32" if target == "bfloat16" else target, array=cast))
+    return _Flat(ref.layout, tuple(leaves), tuple(lf.dtype for lf in leaves))
+
+
+def _compare_returned(
+    libs: list[str], values: list[Any], ref: Any, has_ref: bool
+) -> list[Discrepancy]:
+    """The output kinds among libraries that returned, as majority-vote discrepancies."""
+    return [
+        _finding(p.kind, p.libs, p.classes, p.explain)
+        for p in partitions(libs, values, ref, has_ref=has_ref)
+    ]
 
 
 def _dtypes(names: tuple[str, ...]) -> str:
@@ -794,6 +878,8 @@ __all__ = [
     "FATAL_KINDS",
     "IGNORED_STATUSES",
     "LEAF_CHECKS",
+    "Partition",
     "compare",
     "divergence",
+    "partitions",
 ]

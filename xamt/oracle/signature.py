@@ -1,9 +1,12 @@
 """Signatures: the identity of a bug, as a versioned hash of normalized facts.
 
-A signature is the shrinker's predicate (a smaller case must keep it), the store's key and the
-issue filer's dedup marker. It is computed from the kind of discrepancy, the API group, the odd
-libraries, the dtype, the input class and the odd side's error text after normalization by an
-ordered table of replacements (addresses, paths, line numbers, shapes, tensor reprs, numbers).
+A signature is the store's key and the issue filer's dedup marker: one root cause in one
+library. Version 2 hashes the kind family, the one library blamed, its canonical callable, the
+input dtype, the trigger (the one input class the minimized case still needs) and the
+normalized error type. Never the other libraries, the full tag set or the error message: the
+same misbehaviour met through many cases is one signature. Error texts are normalized by an
+ordered table of replacements (addresses, paths, line numbers, shapes, tensor reprs, numbers)
+for the readable parts of a finding.
 
 Note:
     Never put library versions, seeds, raw values, shapes or paths into a signature: the same
@@ -17,13 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
 
-from xamt.types import DISCREPANCY_KINDS
-
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2
 # Longest normalized message kept in a signature: enough for the gist, not for a data dump.
 MESSAGE_LIMIT = 160
+FAMILIES = ("crash", "hang", "resource", "status", "shape", "dtype", "value")
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -100,54 +101,61 @@ def normalize_message(text: str) -> str:
     return line.strip()[:MESSAGE_LIMIT]
 
 
+def error_type(error: str) -> str:
+    """The exception type (or signal name) at the head of an error text; "" if none."""
+    match = _ERROR_TYPE.match(normalize_message(error)) if error else None
+    return match.group(1).rsplit(".", 1)[-1] if match else ""
+
+
 def signature_of(
     *,
-    kind: str,
-    group: str,
-    odd: Iterable[str],
+    family: str,
+    library: str,
+    callable: str,
     dtype: str,
-    input_class: str | Iterable[str],
+    trigger: str,
     error: str = "",
 ) -> tuple[str, str]:
-    """Return ``(hash, readable key)`` of a discrepancy's normalized facts.
+    """Return ``(hash, readable key)`` of one root cause in one library.
 
     Args:
-        kind: one of :data:`xamt.types.DISCREPANCY_KINDS`.
-        group: the API group id.
-        odd: the odd libraries (order and repeats do not matter).
-        dtype: the case's input dtype name.
-        input_class: the input class tag, or several tags (sorted and joined with ``+``).
-        error: the odd side's error text, e.g. ``"ValueError: bad axis 3"`` or ``"SIGSEGV"``.
+        family: the kind family (:data:`xamt.findings.FAMILY` values).
+        library: the one library blamed (for a split, its sides joined with ``+``).
+        callable: that library's canonical callable (:func:`canonical_callable`).
+        dtype: the input dtype, or ``"-"`` for a call without an array input.
+        trigger: the one input class the minimized case needs (``"ordinary"`` if none).
+        error: the blamed library's error text or signal; only its type is kept.
 
     Returns:
         The first 16 hex digits of a sha256 over the canonical JSON of the facts and
-        :data:`SIGNATURE_VERSION`, and a key such as ``"value/abs/torch/float32/nan"``
+        :data:`SIGNATURE_VERSION`, and a key such as ``"value/paddle/paddle.sinc/float32/nan"``
         (``/<ExceptionType>`` appended when there is an error).
 
     Raises:
-        ValueError: an unknown kind.
+        ValueError: an unknown family.
     """
-    if kind not in DISCREPANCY_KINDS:
-        raise ValueError(
-            f"unknown discrepancy kind {kind!r}; known: {', '.join(DISCREPANCY_KINDS)}"
-        )
-    libs = sorted(set(odd))
-    tags = [input_class] if isinstance(input_class, str) else sorted(set(input_class))
-    classes = "+".join(tags)
-    message = normalize_message(error)
+    if family not in FAMILIES:
+        raise ValueError(f"unknown kind family {family!r}; known: {', '.join(FAMILIES)}")
+    etype = error_type(error)
     facts = {
         "version": SIGNATURE_VERSION,
-        "kind": kind,
-        "group": group,
-        "odd": libs,
+        "family": family,
+        "library": library,
+        "callable": callable,
         "dtype": dtype,
-        "input_class": classes,
-        "error": message,
+        "trigger": trigger,
+        "error": etype,
     }
     canonical = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
-    parts = [kind, group, "+".join(libs) or "-", dtype, classes or "-"]
-    error_type = _ERROR_TYPE.match(message)
-    if error_type:
-        parts.append(error_type.group(1))
+    parts = [family, library, callable, dtype, trigger]
+    if etype:
+        parts.append(etype)
     return digest, "/".join(parts)
+
+
+def canonical_callable(library: str, op: str) -> str:
+    """One name for every alias, namespace, method and in-place variant of a library's
+    function: the library and the group's operation (``torch.Tensor.acos_`` -> ``torch.acos``).
+    """
+    return f"{library}.{op}"

@@ -279,22 +279,20 @@ def write_repro(
 
 
 def run_case_file(path: Path) -> None:
-    """Run a stored case on every library it names and print what each did."""
+    """Run a stored case on every library it names and print what each did and the verdict."""
     from xamt import envs
     from xamt.catalog import model
-    from xamt.fuzz.campaign import execute_cases
-    from xamt.oracle.compare import compare
     from xamt.outcomes import outcome_text
+    from xamt.replay import Replay
     from xamt.serialize import case_from_jsonable
     from xamt.workers.pool import WorkerPool
 
     case = case_from_jsonable(json.loads(path.read_text()))
     group = model.load().group(case.group)
-    members = {(group.id, m.api): m for m in group.members}
     with WorkerPool({lib: envs.interpreter(lib) for lib in case.apis}) as pool:
         versions = {lib: h.version for lib, h in pool.start().items()}
-        outcomes, refs = execute_cases(pool, [case], {group.id: group}, members)
-    for lib, o in outcomes[0].items():
+        (result,) = Replay(pool, [group]).run([case])
+    for lib, o in result.outcomes.items():
         print(f"{lib} {versions[lib]}: {case.apis[lib]} -> {o.status}: {outcome_text(o)}")
-    for d in compare(outcomes[0], reference=refs[0]):
-        print(f"{d.kind}: odd {', '.join(d.odd)}; {d.detail}")
+    for s in result.signed:
+        print(f"{s.key} ({s.blame.confidence}): {s.blame.detail}")

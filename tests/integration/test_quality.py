@@ -1,0 +1,56 @@
+"""The classification of the hand-labelled corpus (``tests/data/labelled_findings.json``),
+replayed through the real libraries: suspected bugs must be real bugs, and real bugs must be
+suspected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xamt.catalog import model
+from xamt.known import load_known
+from xamt.replay import Replay
+from xamt.triage.quality import LABELS, corpus_groups, evaluate, interpreters, load_corpus
+from xamt.workers.pool import WorkerPool
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "labelled_findings.json"
+PRECISION = 0.9
+RECALL = 0.9
+
+
+def test_the_corpus_is_broad() -> None:
+    entries = load_corpus(CORPUS)
+    assert len(entries) >= 100
+    assert {e.label for e in entries} == set(LABELS)
+    libs = {e.library for e in entries}
+    assert len(libs) == 7, libs
+    for e in entries:
+        if e.label == "documented-difference":
+            assert e.link.startswith("https://"), e.id
+
+
+def test_labelled_corpus_precision_and_recall(pythons: dict[str, str]) -> None:
+    entries = load_corpus(CORPUS)
+    groups = corpus_groups(entries, model.load())
+    with WorkerPool(interpreters(entries, pythons)) as pool:
+        pool.start()
+        quality = evaluate(entries, Replay(pool, groups), load_known())
+    report = "\n".join(quality.lines())
+    print(report)
+    assert quality.precision >= PRECISION, report
+    assert quality.recall >= RECALL, report
+
+
+@pytest.mark.parametrize("label", ["bug", "fuzzer-fault"])
+def test_the_verdict_is_stable_across_fresh_workers(label: str, pythons: dict[str, str]) -> None:
+    """Replaying a slice of the corpus in new processes gives the same classifications."""
+    entries = [e for e in load_corpus(CORPUS) if e.label == label][:10]
+    groups = corpus_groups(entries, model.load())
+    seen = []
+    for _ in range(2):
+        with WorkerPool(interpreters(entries, pythons)) as pool:
+            pool.start()
+            quality = evaluate(entries, Replay(pool, groups), load_known())
+        seen.append([j.classification for j in quality.judged])
+    assert seen[0] == seen[1]

@@ -1,0 +1,209 @@
+"""The verdict: one library blamed per root cause, by reference before majority; splits,
+support refusals, malformed calls and overflow artefacts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xamt.oracle.verdict import judge, refused
+from xamt.types import ErrorInfo, Outcome
+
+F32 = np.float32
+
+
+def ok(lib: str, value: object) -> Outcome:
+    return Outcome(library=lib, api=f"{lib}.f", status="ok", value=value)
+
+
+def err(lib: str, type_: str, message: str) -> Outcome:
+    return Outcome(
+        library=lib, api=f"{lib}.f", status="error", error=ErrorInfo(type=type_, message=message)
+    )
+
+
+def blamed(outcomes: list[Outcome], reference: Outcome | None = None, **kw: object) -> set:
+    j = judge({o.library: o for o in outcomes}, reference, **kw)  # type: ignore[arg-type]
+    return {(b.kind, b.library, b.confidence) for b in j.blames}
+
+
+def test_the_reference_decides_against_the_majority() -> None:
+    """Three libraries agree on a wrong value, two with the float64 reference: the three are
+    blamed, each on its own, by reference."""
+    right, wrong = np.array([1.0], F32), np.array([2.0], F32)
+    outs = [
+        ok("numpy", right),
+        ok("torch", right),
+        ok("jax", wrong),
+        ok("paddle", wrong),
+        ok("mxnet", wrong),
+    ]
+    ref = ok("numpy", np.array([1.0]))
+    assert blamed(outs, ref) == {
+        ("value", "jax", "reference"),
+        ("value", "paddle", "reference"),
+        ("value", "mxnet", "reference"),
+    }
+
+
+def test_numpy_alone_with_the_reference_does_not_decide() -> None:
+    """numpy is the reference's own implementation: agreeing with it alone is no evidence."""
+    a, b = np.array([1.0], F32), np.array([2.0], F32)
+    outs = [ok("numpy", a), ok("torch", b), ok("jax", b)]
+    assert blamed(outs, ok("numpy", np.array([1.0]))) == {("value", "numpy", "majority")}
+
+
+def test_an_even_split_without_reference_is_a_split() -> None:
+    outs = [ok("torch", np.array([1.0], F32)), ok("paddle", np.array([2.0], F32))]
+    j = judge({o.library: o for o in outs})
+    assert [(b.kind, b.library, b.confidence) for b in j.blames] == [
+        ("value", "paddle+torch", "split")
+    ]
+
+
+def test_every_answer_an_overflow_artefact_blames_nobody() -> None:
+    """std of float32 max: the true result is finite, every library overflows to inf or NaN."""
+    outs = [
+        ok("numpy", np.array(np.inf, F32)),
+        ok("torch", np.array(np.nan, F32)),
+        ok("jax", np.array(np.inf, F32)),
+    ]
+    ref = ok("numpy", np.array(1e38))
+    assert blamed(outs, ref) == set()
+
+
+def test_a_true_overflow_in_the_output_dtype_is_right() -> None:
+    """The float64 reference beyond float32's range rounds to inf: the library returning inf
+    is right, the one returning float32 max is blamed."""
+    outs = [
+        ok("numpy", np.array([np.inf], F32)),
+        ok("torch", np.array([np.inf], F32)),
+        ok("paddle", np.array([3.4e38], F32)),
+    ]
+    ref = ok("numpy", np.array([1e39]))
+    assert blamed(outs, ref) == {("inf", "paddle", "reference")}
+
+
+def test_the_standard_blames_a_special_case_departure() -> None:
+    """acos(NaN) must be NaN (array API special cases): the library returning a number is
+    blamed by reference, even when it is in the majority."""
+    x = np.array([np.nan, 0.5], F32)
+    good = np.arccos(x)
+    bad = np.array([0.0, good[1]], F32)
+    outs = [ok("numpy", good), ok("torch", bad), ok("paddle", bad)]
+    got = blamed(outs, op="acos", inputs=[x])
+    assert ("nan", "torch", "reference") in got and ("nan", "paddle", "reference") in got
+    assert not any(lib == "numpy" for _, lib, _ in got)
+
+
+def test_one_blame_per_library_and_family() -> None:
+    """NaN and value departures of one library in one case are one wrong result."""
+    outs = [
+        ok("numpy", np.array([np.nan, 1.0], F32)),
+        ok("torch", np.array([np.nan, 1.0], F32)),
+        ok("jax", np.array([0.0, 5.0], F32)),
+    ]
+    got = blamed(outs)
+    assert got == {("nan", "jax", "majority")}
+
+
+def test_refusals_go_to_the_support_matrix() -> None:
+    outs = [
+        ok("numpy", np.array([1.0])),
+        ok("torch", np.array([1.0], F32)),
+        err(
+            "tensorflow",
+            "InvalidArgumentError",
+            "Value for attr 'T' of int32 is not in the list of allowed values: half, float",
+        ),
+        err("mindspore", "TypeError", "- Kernel select failed: Unsupported data type!"),
+    ]
+    j = judge({o.library: o for o in outs})
+    assert j.support == {
+        "numpy": "ok",
+        "torch": "ok",
+        "tensorflow": "refused",
+        "mindspore": "refused",
+    }
+    assert not any(b.kind == "status" for b in j.blames)
+
+
+def test_a_plain_error_is_a_status_finding_not_a_refusal() -> None:
+    o = err("paddle", "ValueError", "(InvalidArgument) axis should be in range")
+    assert not refused(o)
+    outs = [ok("numpy", np.array([1.0])), ok("torch", np.array([1.0])), o]
+    assert ("status", "paddle", "majority") in blamed(outs)
+
+
+def test_a_call_numpy_rejects_as_malformed_is_no_case() -> None:
+    outs = [
+        err("numpy", "AxisError", "axis 3 is out of bounds"),
+        ok("jax", np.array([1.0])),
+        err("torch", "IndexError", "Dimension out of range"),
+    ]
+    j = judge({o.library: o for o in outs})
+    assert j.malformed and j.blames == ()
+
+
+def test_returning_where_numpy_raises_a_domain_error_is_no_bug() -> None:
+    """LinAlgError is not a malformed call, but a library that returns (NaN, say) where
+    numpy raises shows no bug; one that raises where numpy returns does."""
+    outs = [
+        err("numpy", "LinAlgError", "Matrix is not positive definite"),
+        err("torch", "LinAlgError", "not positive-definite"),
+        ok("jax", np.array([np.nan])),
+    ]
+    assert blamed(outs) == set()
+    outs = [
+        ok("numpy", np.array([1.0])),
+        ok("jax", np.array([1.0])),
+        err("torch", "LinAlgError", "not positive-definite"),
+    ]
+    assert blamed(outs) == {("status", "torch", "majority")}
+
+
+def test_integer_accumulators_of_other_widths_are_a_dtype_difference_only() -> None:
+    """prod of int32 max: numpy accumulates in int64, tensorflow in int32 (wraps): one dtype
+    finding, no value finding."""
+    big = np.array(2**31 - 1, np.int64) * 3
+    outs = [
+        ok("numpy", np.array(big)),
+        ok("jax", np.array(big)),
+        ok("tensorflow", np.array(big).astype(np.int32)),
+    ]
+    assert {kind for kind, _, _ in blamed(outs)} == {"dtype"}
+
+
+def test_crashes_blame_the_library_but_memory_everywhere_is_too_large() -> None:
+    crash = Outcome(library="mxnet", api="mxnet.f", status="crash", signal="SIGFPE")
+    outs = [ok("numpy", np.array([1])), ok("torch", np.array([1])), crash]
+    assert ("crash", "mxnet", "reference") in blamed(outs)
+    mem = [Outcome(library=lib, api="f", status="resource") for lib in ("numpy", "torch")]
+    assert blamed(mem) == set()
+
+
+def test_an_input_too_large_for_two_libraries_is_no_finding() -> None:
+    """logspace(num=2**31-1): one library hits the memory cap, another raises its own
+    MemoryError, a third hangs allocating: the input is too large, nobody is blamed."""
+    outs = [
+        Outcome(library="jax", api="jax.f", status="resource"),
+        err("paddle", "MemoryError", "(ResourceExhausted) Fail to alloc memory of 17179869184"),
+        Outcome(library="tensorflow", api="tf.f", status="hang"),
+        ok("numpy", np.zeros(3)),
+    ]
+    assert blamed(outs) == set()
+    alone = [
+        Outcome(library="jax", api="jax.f", status="resource"),
+        ok("numpy", np.zeros(3)),
+        ok("torch", np.zeros(3)),
+    ]
+    assert blamed(alone) == {("resource", "jax", "reference")}
+
+
+def test_results_are_held_to_their_input_precision() -> None:
+    """A float16 input computed in float32 by some libraries: a difference within float16's
+    precision is no value finding, a larger one is."""
+    a = np.array([0.999105], F32)
+    b = np.array([0.999349], F32)  # 2.4e-4 relative: beyond float32's table, within float16's
+    outs = [ok("numpy", a), ok("jax", b), ok("mindspore", b)]
+    assert blamed(outs, input_dtype="float16") == set()
+    assert blamed(outs, input_dtype="float32") == {("value", "numpy", "majority")}

@@ -1,0 +1,451 @@
+"""The verdict: which one library departs from what the operation should return.
+
+:func:`judge` turns one case's outcomes into :class:`Blame` records, at most one per library
+and kind family, each naming one library. The rules, in order:
+
+1. **Support.** A library that refuses an input it has no kernel for (a dtype it does not
+   register: :data:`REFUSALS`) or cannot represent (status ``unsupported``) goes into the
+   support matrix and out of every comparison. Refusing is not a bug; returning garbage or
+   crashing instead is.
+2. **Dead processes.** A crash, hang or memory-cap kill blames that library; when two or
+   more libraries ran out of memory (the cap, or their own allocation error), the input is
+   simply too large and only crashes are blamed.
+3. **Malformed calls.** When numpy (the group's reference for what a valid call is) raises a
+   plain argument error (:data:`MALFORMED_ERRORS`: a bad axis, shape or type), the case is no
+   case: nothing else is judged. The same when every library raised.
+4. **Status.** Libraries that raise where numpy returned are blamed; without numpy, the
+   strict minority side is; an even split is a split.
+5. **Outputs**, among the libraries that returned, one kind at a time (shape, dtype, then
+   NaN mask, inf mask, signed zero and values):
+
+   a. *by the standard*: for elementwise operations, positions where the array API
+      standard's special cases fix the result (:mod:`xamt.oracle.special`); a library
+      departing there is blamed with confidence ``reference``;
+   b. *by a high-precision reference*: numpy on the float64 upcast input, rounded to the
+      libraries' dtype (so that a true result beyond float32's range is an overflow there).
+      The libraries outside the classes that agree with it are blamed (``reference``), if a
+      library other than numpy agrees with it. When no library agrees with it, every answer
+      is an artefact (an intermediate overflow, say) and nothing is blamed;
+   c. *by majority*: a unique largest class of agreeing libraries; the others are blamed
+      (``majority``);
+   d. otherwise the libraries split evenly: one ``split`` record naming every side.
+
+Note:
+    One library can be blamed once per kind family in one case (its NaN and value departures
+    are one wrong result), and never for another library's departure: a case where three
+    libraries misbehave for three reasons gives three blames.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xamt.findings import FAMILY, Confidence, Family, Kind
+from xamt.oracle.compare import IGNORED_STATUSES, Partition, _error_text, partitions
+from xamt.types import Outcome
+
+# Errors that mean "this library has no kernel for this input": a support gap, never a bug.
+# (library or "*", pattern searched in "ExceptionType: message" of the raw error).
+REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (lib, re.compile(p, re.IGNORECASE | re.DOTALL))
+    for lib, p in (
+        ("numpy", r"ufunc '\w+' not supported for the input types"),
+        ("numpy", r"did not contain a loop with signature matching types"),
+        ("numpy", r"not supported for (the )?(input )?(type|dtype)"),
+        (
+            "torch",
+            r"not implemented for '(Bool|Byte|Char|Short|Int|Long|Half|BFloat16|"
+            r"Float|Double|ComplexFloat|ComplexDouble|UInt16|UInt32|UInt64)'",
+        ),
+        (
+            "torch",
+            r"Unsupported dtype|is not supported for (dtype|type)|does not support \w+ dtype",
+        ),
+        ("tensorflow", r"is not in the list of allowed values"),
+        ("tensorflow", r"Could not find device for node|No OpKernel was registered"),
+        ("tensorflow", r"NotFoundError.*(kernel|Kernel)"),
+        ("jax", r"does not accept dtype"),
+        ("jax", r"(requires|must be|only accepts?) (a )?(floating|inexact|integer|boolean)"),
+        ("jax", r"not (implemented|supported) for (dtype|type)"),
+        (
+            "paddle",
+            r"kernel `?\w+`? is not registered|not registered|"
+            r"The kernel .* is not found|Selected wrong DataType",
+        ),
+        ("paddle", r"(data ?type|dtype) .*(is not supported|not support|must be one of)"),
+        (
+            "mindspore",
+            r"Kernel select failed|Unsupported data type|"
+            r"(data ?type|dtype) .*(not supported|is not in|should be in|must be in)",
+        ),
+        (
+            "mxnet",
+            r"(is not supported|unsupported) (for )?(data ?type|dtype|type)|"
+            r"does not support (data ?type|dtype|type)|only supports? (float|integer)",
+        ),
+        (
+            "mindspore",
+            r"must be a type of \{|should be one of \[mindspore\.|only \['np\.|"
+            r"does not support this kernel data ?type|must not be bool",
+        ),
+        ("mxnet", r"Unknown type enum|only supports? (\d+-bit )?(and \d+-bit )?floating"),
+        ("torch", r"Expected a (floating point|floating|complex|integral)[\w ]* tensor"),
+        ("paddle", r"The kernel with key \(CPU, \w+, \w+\) of kernel `?\w+`? is not"),
+        ("torch", r"must be either float or double dtype|expected input to have floating point"),
+        # torch's and mindspore's argument parsers refusing an argument's type (a tuple axis)
+        ("torch", r"received an invalid combination of arguments"),
+        ("mindspore", r"should be floating point dtype|Failed calling \w+ with"),
+        ("mxnet", r"does not support boolean type"),
+        ("jax", r"Boolean arguments to [\w.]+ are not implemented"),
+        # tf.experimental.numpy functions that need NumPy behaviour on tensors, which xamt does
+        # not switch on: it would change tensorflow's promotion everywhere in the process.
+        ("tensorflow", r"EagerTensor object has no attribute 'astype'"),
+        ("*", r"\b(dtype|data ?type)s? .{0,60}\b(not supported|unsupported|is not allowed)"),
+    )
+)
+
+# numpy exceptions that say the call itself is malformed (argument count, type, axis, shapes).
+MALFORMED_ERRORS = frozenset({"TypeError", "ValueError", "AxisError", "IndexError"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Blame:
+    """One library's departure in one case (or, for a split, every side)."""
+
+    kind: Kind
+    library: str  # the one library blamed; for a split, every side's libraries joined by "+"
+    confidence: Confidence
+    detail: str = ""
+    error: str = ""  # "ExceptionType: first line" or a signal name, for status and crashes
+
+    @property
+    def family(self) -> Family:
+        return FAMILY[self.kind]
+
+    @property
+    def split(self) -> bool:
+        return self.confidence == "split"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """The verdict on one case."""
+
+    blames: tuple[Blame, ...]
+    support: dict[str, str]  # library -> "ok" | "refused", for those that answered
+    malformed: bool = False
+
+
+def refused(outcome: Outcome) -> bool:
+    """Whether an outcome is a clean refusal of an input (a support gap)."""
+    if outcome.status == "unsupported":
+        return True
+    if outcome.status != "error" or outcome.error is None:
+        return False
+    text = f"{outcome.error.type}: {outcome.error.message}"[:4000]
+    return any(lib in ("*", outcome.library) and pattern.search(text) for lib, pattern in REFUSALS)
+
+
+def judge(
+    outcomes: Mapping[str, Outcome],
+    reference: Outcome | None = None,
+    *,
+    op: str = "",
+    inputs: Sequence[np.ndarray] = (),
+    input_dtype: str | None = None,
+) -> Judgement:
+    """Blame the libraries that depart from what the operation should return.
+
+    Args:
+        outcomes: library -> outcome of one case.
+        reference: numpy on the float64 upcast input, if it was run.
+        op: the group's operation, for the array API special cases.
+        inputs: the case's array inputs in role order, for the special cases.
+        input_dtype: the case's floating input dtype: results are not held to more precision.
+    """
+    support: dict[str, str] = {}
+    live: dict[str, Outcome] = {}
+    for lib, o in outcomes.items():
+        if refused(o):
+            support[lib] = "refused"
+        elif o.status not in IGNORED_STATUSES:
+            live[lib] = o
+            if o.status == "ok":
+                support[lib] = "ok"
+    blames: list[Blame] = []
+
+    dead = [lib for lib, o in live.items() if o.status in ("crash", "hang", "resource")]
+    exhausted = [lib for lib, o in live.items() if _exhausted(o)]
+    if len(exhausted) >= 2:
+        # an input too large for everyone (a huge requested size): no evidence of a bug,
+        # except a library that died outright on it
+        crashes = [_dead(lib, live[lib]) for lib in sorted(dead) if live[lib].status == "crash"]
+        return Judgement(blames=tuple(crashes), support=support, malformed=True)
+    for lib in sorted(dead):
+        blames.append(_dead(lib, live[lib]))
+
+    returned = [lib for lib, o in live.items() if o.status == "ok"]
+    raised = [lib for lib, o in live.items() if o.status == "error"]
+    numpy = live.get("numpy")
+    malformed = (
+        numpy is not None and numpy.status == "error" and _error_type(numpy) in MALFORMED_ERRORS
+    ) or (bool(raised) and not returned)
+    if malformed:
+        return Judgement(blames=tuple(blames), support=support, malformed=True)
+    if returned and raised and not (numpy is not None and numpy.status == "error"):
+        # numpy raising is a domain error here (not a malformed call): returning something
+        # instead is no evidence of a bug
+        blames.extend(_status(returned, raised, live))
+
+    if len(returned) >= 2:
+        has_ref = reference is not None and reference.status == "ok"
+        ref_value = reference.value if reference is not None and has_ref else None
+        values = [live[lib].value for lib in returned]
+        if has_ref:
+            values, ref_value = _without_artefacts(values, ref_value)
+        standard = _by_standard(live, op, inputs)
+        parts = [
+            p
+            for p in partitions(
+                returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype
+            )
+            if p.kind in ("shape", "dtype")
+        ]
+        # the libraries the standard blamed have no vote on the values
+        voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
+        if len(voters) >= 2:
+            parts += [
+                p
+                for p in partitions(
+                    [returned[i] for i in voters],
+                    [values[i] for i in voters],
+                    ref_value,
+                    has_ref=has_ref,
+                    input_dtype=input_dtype,
+                )
+                if p.kind not in ("shape", "dtype")
+            ]
+        if _integer_widths_differ(parts, [live[lib].value for lib in returned]):
+            # int32 against int64 accumulation: values past int32 differ by the dtype policy
+            parts = [p for p in parts if p.kind in ("shape", "dtype")]
+        blames.extend(_outputs(standard, parts))
+    return Judgement(blames=tuple(blames), support=support, malformed=False)
+
+
+# Errors that say a library ran out of memory (it answered, but the input is too large).
+MEMORY_ERRORS = re.compile(
+    r"MemoryError|ResourceExhausted|RESOURCE_EXHAUSTED|[Oo]ut of memory|Fail(ed)? to alloc|"
+    r"bad_alloc|Cannot allocate|Unable to allocate|OOM",
+)
+
+
+def _exhausted(o: Outcome) -> bool:
+    """Whether a library ran out of memory: the memory cap, or its own allocation error."""
+    if o.status == "resource":
+        return True
+    if o.status != "error" or o.error is None:
+        return False
+    return bool(MEMORY_ERRORS.search(f"{o.error.type}: {o.error.message[:2000]}"))
+
+
+def _error_type(o: Outcome) -> str:
+    return o.error.type if o.error is not None else ""
+
+
+def _dead(lib: str, o: Outcome) -> Blame:
+    if o.status == "crash":
+        error = o.signal or (f"exit {o.exit_code}" if o.exit_code is not None else "crash")
+        return Blame(
+            kind="crash",
+            library=lib,
+            confidence="reference",
+            detail=f"{lib} crashed ({error})",
+            error=error,
+        )
+    if o.status == "hang":
+        return Blame(
+            kind="hang", library=lib, confidence="reference", detail=f"{lib} missed the deadline"
+        )
+    return Blame(
+        kind="resource",
+        library=lib,
+        confidence="reference",
+        detail=f"{lib} exceeded the memory cap",
+    )
+
+
+def _status(returned: list[str], raised: list[str], live: Mapping[str, Outcome]) -> list[Blame]:
+    if "numpy" in returned or len(raised) < len(returned):
+        confidence: Confidence = "majority"
+        odd, other, verbs = raised, returned, ("raised", "returned")
+    elif len(returned) < len(raised):
+        confidence = "majority"
+        odd, other, verbs = returned, raised, ("returned", "raised")
+    else:
+        sides = "+".join(sorted(returned + raised))
+        detail = f"status: {', '.join(raised)} raised where {', '.join(returned)} returned"
+        return [Blame(kind="status", library=sides, confidence="split", detail=detail)]
+    out = []
+    for lib in sorted(odd):
+        error = _error_text(live[lib]) if verbs[0] == "raised" else ""
+        detail = f"status: {lib} {verbs[0]} where {', '.join(sorted(other))} {verbs[1]}"
+        if error:
+            detail += f" ({error[:120]})"
+        out.append(
+            Blame(kind="status", library=lib, confidence=confidence, detail=detail, error=error)
+        )
+    return out
+
+
+def _outputs(standard: Sequence[Blame], parts: Sequence[Partition]) -> list[Blame]:
+    blamed: set[tuple[str, str]] = set()  # (library, family)
+    out: list[Blame] = []
+    for blame in [*standard, *(b for part in parts for b in _by_partition(part))]:
+        sides = blame.library.split("+")
+        if blame.split and any((lib, blame.family) in blamed for lib in sides):
+            continue
+        if (blame.library, blame.family) not in blamed:
+            blamed.add((blame.library, blame.family))
+            out.append(blame)
+    return out
+
+
+def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) -> bool:
+    """Whether the libraries returned integers of different widths (a dtype difference)."""
+    if not any(p.kind == "dtype" for p in parts):
+        return False
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    return len(arrays) == len(values) and all(a.dtype.kind in "iub" for a in arrays)
+
+
+def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
+    """Positions where the float64 reference is finite but every library's result is not
+    (an intermediate overflow everywhere) are no evidence: set them to 0 everywhere."""
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    if (
+        not isinstance(ref, np.ndarray)
+        or len(arrays) != len(values)
+        or any(a.shape != ref.shape or a.dtype.kind not in "fc" for a in arrays)
+    ):
+        return values, ref
+    with np.errstate(all="ignore"):
+        artefact = np.isfinite(ref) & np.all([~np.isfinite(a) for a in arrays], axis=0)
+    if not artefact.any():
+        return values, ref
+    cleaned = []
+    for a in arrays:
+        c = a.copy()
+        c[artefact] = 0
+        cleaned.append(c)
+    ref = ref.copy()
+    ref[artefact] = 0
+    return cleaned, ref
+
+
+def _by_partition(part: Partition) -> list[Blame]:
+    classes = list(part.classes)
+    kind: Kind = part.kind  # type: ignore[assignment]
+    if any(c.ref is not None for c in classes) and kind != "dtype":
+        right = [c for c in classes if c.ref]
+        right_libs = {lib for c in right for lib in part.names(c)}
+        if not right:
+            return []  # nobody matches the reference: every answer is an artefact
+        if right_libs - {"numpy"}:
+            major = max(right, key=lambda c: len(c.members))
+            return [
+                Blame(
+                    kind=kind,
+                    library=lib,
+                    confidence="reference",
+                    detail=part.describe(c, major) + " (the float64 reference agrees with "
+                    f"{', '.join(sorted(right_libs))})",
+                )
+                for c in classes
+                if not c.ref
+                for lib in part.names(c)
+            ]
+    top = max(len(c.members) for c in classes)
+    tops = [c for c in classes if len(c.members) == top]
+    if len(tops) == 1:
+        major = tops[0]
+        return [
+            Blame(kind=kind, library=lib, confidence="majority", detail=part.describe(c, major))
+            for c in classes
+            if c is not major
+            for lib in part.names(c)
+        ]
+    sides = "+".join(sorted(part.libs[i] for c in classes for i in c.members))
+    return [
+        Blame(
+            kind=kind,
+            library=sides,
+            confidence="split",
+            detail=part.describe(tops[1], tops[0]) + " (an even split, no reference)",
+        )
+    ]
+
+
+def _by_standard(live: Mapping[str, Outcome], op: str, inputs: Sequence[np.ndarray]) -> list[Blame]:
+    """Departures from the array API standard's special cases (elementwise operations)."""
+    from xamt.oracle import special
+
+    if not op or op not in special.SPECIAL_OPS or not inputs:
+        return []
+    found = special.expected_special(op, list(inputs))
+    if found is None:
+        return []
+    mask, expected = found
+    if not mask.any():
+        return []
+    out = []
+    for lib, o in live.items():
+        if o.status != "ok" or not isinstance(o.value, np.ndarray):
+            continue
+        value: Any = o.value
+        if value.shape != mask.shape or value.dtype.kind not in "fc":
+            continue
+        bad = special.departs(op, list(inputs), value)
+        if bad is None or not bad.any():
+            continue
+        i = int(np.argmax(bad.reshape(-1)))
+        got = value.reshape(-1)[i]
+        want = expected.reshape(-1)[i]
+        kind = _departure_kind(got, want)
+        args = ", ".join(repr(a.reshape(-1)[i].item()) for a in np.broadcast_arrays(*inputs))
+        out.append(
+            Blame(
+                kind=kind,
+                library=lib,
+                confidence="reference",
+                detail=f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where the array "
+                f"API standard requires {_fmt(want)} ({int(bad.sum())} position"
+                f"{'s' if bad.sum() != 1 else ''})",
+            )
+        )
+    return out
+
+
+def _departure_kind(got: Any, want: Any) -> Kind:
+    g, w = complex(got), complex(want)
+    for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+        if np.isnan(gp) != np.isnan(wp):
+            return "nan"
+    for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+        if np.isinf(gp) or np.isinf(wp):
+            if gp != wp:
+                return "inf"
+    for gp, wp in ((g.real, w.real), (g.imag, w.imag)):
+        if gp == 0 and wp == 0 and np.signbit(gp) != np.signbit(wp):
+            return "signed-zero"
+    return "value"
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, complex | np.complexfloating):
+        return f"{complex(x)!r}"
+    return repr(float(x))

@@ -1,0 +1,356 @@
+"""The replay service: run cases across libraries, judge them, and sign what departs.
+
+One engine runs cases for every stage: the campaign, reproduction in fresh workers,
+minimization, verification, ``xamt repro`` and ``xamt call``'s verdict. Each case runs on
+every library of its ``apis`` at once (one request per library), plus numpy on the float64
+upcast input as a reference where the case's dtype is a low-precision float; the outcomes go
+through :func:`xamt.oracle.verdict.judge`, and each blame is signed
+(:func:`xamt.oracle.signature.signature_of`) with the case's trigger.
+
+Note:
+    The *trigger* of a signature is the first input class of :data:`TRIGGERS` the case holds
+    (``"ordinary"`` if none). On a raw fuzzing case that is a guess; triage replaces it with
+    the class the minimized case still needs (:func:`neutralized`), so the final signature of
+    one root cause does not depend on which case met it first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from xamt.catalog.bind import bind
+from xamt.catalog.model import ARRAY_ROLES, Group, Member
+from xamt.catalog.normalize import scalar_value
+from xamt.findings import Classification, KnownRef
+from xamt.inputs.draw import array_roles
+from xamt.inputs.tags import input_classes
+from xamt.known import Facts, KnownDifference, classify
+from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
+from xamt.oracle.verdict import Blame, Judgement, judge
+from xamt.types import Call, Case, Outcome
+from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import BFloat16
+
+# Input dtypes whose cases also run numpy on the float64 upcast input, as the reference.
+REFERENCE_DTYPES = ("float16", "bfloat16", "float32")
+# The input classes a finding can need, most specific first: the trigger vocabulary.
+TRIGGERS = (
+    "nan",
+    "inf",
+    "neg-inf",
+    "neg-zero",
+    "subnormal",
+    "dtype-max",
+    "dtype-min",
+    "zero-divisor",
+    "empty",
+    "scalar",
+    "out-of-range-axis",
+    "out-of-range-index",
+    "param-boundary",
+)
+ORDINARY = "ordinary"
+FLOATING_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def trigger_of(tags: Sequence[str]) -> str:
+    """The first trigger class among ``tags``, else ``"ordinary"``."""
+    return next((t for t in TRIGGERS if t in tags), ORDINARY)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Signed:
+    """One blame of one case, signed."""
+
+    blame: Blame
+    signature: str
+    key: str
+    root: str  # the signature without trigger and dtype: what minimization must keep
+    callable: str
+    trigger: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Replayed:
+    """One case after it ran: outcomes, the reference, the verdict and its signed blames."""
+
+    case: Case
+    outcomes: dict[str, Outcome]
+    reference: Outcome | None
+    judgement: Judgement
+    tags: tuple[str, ...]
+    signed: tuple[Signed, ...]
+
+    def signatures(self) -> set[str]:
+        return {s.signature for s in self.signed}
+
+    def roots(self) -> set[str]:
+        return {s.root for s in self.signed}
+
+
+def case_dtype(case: Case, group: Group) -> str:
+    """The input dtype a signature names: ``"-"`` for a call without an array input."""
+    return case.dtype if array_roles(group) else "-"
+
+
+def sign(case: Case, group: Group, blame: Blame, trigger: str) -> Signed:
+    """Sign one blame of ``case`` with ``trigger``."""
+    lib = blame.library
+    callable_ = canonical_callable(lib, group.op) if not blame.split else group.op
+    facts = {
+        "family": blame.family,
+        "library": lib,
+        "callable": callable_,
+        "dtype": case_dtype(case, group),
+        "error": blame.error,
+    }
+    sig, key = signature_of(trigger=trigger, **facts)
+    root, _ = signature_of(trigger="*", **{**facts, "dtype": "*"})
+    return Signed(
+        blame=blame, signature=sig, key=key, root=root, callable=callable_, trigger=trigger
+    )
+
+
+def array_inputs(case: Case, group: Group) -> list[np.ndarray]:
+    """The case's array inputs in role order (bfloat16 as float32); none for sequences."""
+    out = []
+    for role in group.roles:
+        if role not in ARRAY_ROLES:
+            continue
+        value = case.values.get(role)
+        if isinstance(value, BFloat16):
+            value = value.values
+        if not isinstance(value, np.ndarray):
+            return []
+        out.append(value)
+    return out
+
+
+def judge_case(
+    case: Case,
+    group: Group,
+    outcomes: Mapping[str, Outcome],
+    reference: Outcome | None,
+    trigger: str | None = None,
+) -> Replayed:
+    """Judge one case's outcomes and sign the blames (trigger: computed from the tags)."""
+    tags = tuple(input_classes(case, group))
+    # the standard's special cases hold for the plain function: no extra parameters
+    plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
+    op = group.op if plain else ""
+    floating = case.dtype if case.dtype in FLOATING_DTYPES else None
+    judgement = judge(
+        outcomes,
+        reference,
+        op=op,
+        inputs=array_inputs(case, group) if op else (),
+        input_dtype=floating,
+    )
+    chosen = trigger if trigger is not None else trigger_of(tags)
+    signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
+    return Replayed(
+        case=case,
+        outcomes=dict(outcomes),
+        reference=reference,
+        judgement=judgement,
+        tags=tags,
+        signed=signed,
+    )
+
+
+@dataclass
+class Submitted:
+    """Cases handed to the pool (:meth:`Replay.submit`), to be collected later."""
+
+    replay: Replay
+    cases: list[Case]
+    ticket: int
+    slots: list[list[tuple[str, int]]]
+    ref_slots: list[int | None]
+
+    def outcomes(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+        results = self.replay.pool.collect(self.ticket)
+        outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in self.slots]
+        references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
+        return outcomes, references
+
+    def collect(self) -> list[Replayed]:
+        outcomes, references = self.outcomes()
+        return [
+            judge_case(c, self.replay.groups[c.group], o, r)
+            for c, o, r in zip(self.cases, outcomes, references, strict=True)
+        ]
+
+
+class Replay:
+    """Runs cases of ``groups`` on a started pool."""
+
+    def __init__(self, pool: WorkerPool, groups: Mapping[str, Group] | Sequence[Group]) -> None:
+        self.pool = pool
+        self.groups: dict[str, Group] = (
+            dict(groups) if isinstance(groups, Mapping) else {g.id: g for g in groups}
+        )
+        self.members: dict[tuple[str, str], Member] = {
+            (g.id, m.api): m for g in self.groups.values() for m in g.members
+        }
+
+    def member(self, case: Case, lib: str) -> Member:
+        return self.members[(case.group, case.apis[lib])]
+
+    def submit(self, cases: Sequence[Case]) -> Submitted:
+        """Queue cases on every library (and the reference) without waiting for them."""
+        calls: dict[str, list[Call]] = {}
+        slots: list[list[tuple[str, int]]] = []
+        ref_slots: list[int | None] = []
+        for case in cases:
+            mine = []
+            for lib, api in case.apis.items():
+                calls.setdefault(lib, [])
+                mine.append((lib, len(calls[lib])))
+                calls[lib].append(
+                    bind(self.members[(case.group, api)], case.values, seed=case.seed)
+                )
+            slots.append(mine)
+            ref = None
+            np_api = case.apis.get("numpy")
+            if np_api and case.dtype in REFERENCE_DTYPES and "numpy" in self.pool.workers:
+                ref = len(calls["numpy"])
+                calls["numpy"].append(bind(self.members[(case.group, np_api)], upcast(case.values)))
+            ref_slots.append(ref)
+        return Submitted(
+            replay=self,
+            cases=list(cases),
+            ticket=self.pool.submit(calls),
+            slots=slots,
+            ref_slots=ref_slots,
+        )
+
+    def run(self, cases: Sequence[Case]) -> list[Replayed]:
+        """Run, judge and sign ``cases``; wait for all of them."""
+        return self.submit(cases).collect()
+
+
+def upcast(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The same values in float64 (for the reference run)."""
+
+    def up(v: Any) -> Any:
+        if isinstance(v, BFloat16):
+            return v.values.astype(np.float64)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+            return v.astype(np.float64)
+        if isinstance(v, list):
+            return [up(x) for x in v]
+        return v
+
+    return {k: up(v) for k, v in values.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Triggers by necessity
+
+
+def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
+    """``case`` without the input class ``trigger`` (special values replaced by 1, 0-d arrays
+    made 1-d, axes and parameters back to canonical values); None if it cannot be removed."""
+    values = dict(case.values)
+    roles = array_roles(group)
+    changed = False
+
+    def arrays() -> Iterator[tuple[str, int | None, np.ndarray]]:
+        for role in roles:
+            v = values.get(role)
+            if isinstance(v, list):
+                for i, item in enumerate(v):
+                    yield role, i, item.values if isinstance(item, BFloat16) else item
+            elif v is not None:
+                yield role, None, v.values if isinstance(v, BFloat16) else v
+
+    def put(role: str, i: int | None, arr: np.ndarray) -> None:
+        nonlocal changed
+        wrapped: Any = BFloat16(arr.astype(np.float32)) if case.dtype == "bfloat16" else arr
+        if i is None:
+            values[role] = wrapped
+        else:
+            items = list(values[role])
+            items[i] = wrapped
+            values[role] = items
+        changed = True
+
+    masks: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "nan": np.isnan,
+        "inf": lambda a: a == np.inf,
+        "neg-inf": lambda a: a == -np.inf,
+        "neg-zero": lambda a: (a == 0) & np.signbit(a),
+        "subnormal": lambda a: (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny),
+    }
+    for k, (role, i, arr) in enumerate(list(arrays())):
+        if not isinstance(arr, np.ndarray):
+            continue
+        new = None
+        if trigger in masks and arr.dtype.kind in "fc":
+            parts = (arr.real, arr.imag) if arr.dtype.kind == "c" else (arr,)
+            hit = np.zeros(arr.shape, dtype=bool)
+            for part in parts:
+                hit |= masks[trigger](part)
+            if hit.any():
+                new = arr.copy()
+                new[hit] = 1
+        elif trigger in ("dtype-max", "dtype-min") and arr.dtype.kind in "iuf":
+            info = np.iinfo(arr.dtype) if arr.dtype.kind in "iu" else np.finfo(arr.dtype)
+            hit = arr >= info.max if trigger == "dtype-max" else arr <= info.min
+            if hit.any():
+                new = arr.copy()
+                new[hit] = 1
+        elif trigger == "zero-divisor" and k == 1 and arr.dtype.kind != "b":
+            hit = arr == 0
+            if hit.any():
+                new = arr.copy()
+                new[hit] = 1
+        elif trigger == "empty" and arr.size == 0:
+            new = np.ones(tuple(max(n, 1) for n in arr.shape), dtype=arr.dtype)
+        elif trigger == "scalar" and arr.ndim == 0:
+            new = arr.reshape(1)
+        if new is not None:
+            put(role, i, new)
+    if trigger == "out-of-range-axis" and "axis" in values:
+        values["axis"] = 0 if "axis" in group.roles else None
+        if values["axis"] is None:
+            del values["axis"]
+        changed = True
+    if trigger in ("param-boundary", "out-of-range-index"):
+        for role in group.roles:
+            if role in roles or role in ("axis", "keepdims") or role not in values:
+                continue
+            canonical = scalar_value(role, bool(roles))
+            if trigger == "out-of-range-index" and isinstance(values[role], np.ndarray):
+                first = next(arrays(), None)
+                n = first[2].shape[0] if first is not None and first[2].ndim else 1
+                values[role] = np.clip(values[role], 0, max(n - 1, 0))
+                changed = True
+            elif trigger == "param-boundary" and not isinstance(values[role], np.ndarray):
+                values[role] = canonical
+                changed = True
+    return dataclasses.replace(case, values=values) if changed else None
+
+
+def classify_blame(
+    known: Sequence[KnownDifference], signed: Signed, case: Case, group: Group
+) -> tuple[Classification, KnownRef | None]:
+    """Classify one signed blame against the known differences (a split stays a split)."""
+    blame = signed.blame
+    facts = Facts(
+        kind=blame.kind,
+        library=blame.library,
+        api=case.apis.get(blame.library, ""),
+        op=group.op,
+        dtype=case_dtype(case, group),
+        trigger=signed.trigger,
+        error=normalize_message(blame.error),
+        output=blame.detail,
+    )
+    return classify(known, facts, split=blame.split)
