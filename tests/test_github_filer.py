@@ -1,6 +1,10 @@
-"""The GitHub filer against the local fake of GitHub's REST endpoints (PyGithub pointed at it
-through ``base_url``): the issue lifecycle, idempotent re-runs, faults, rate limits, a filer
-killed mid-run, bad input, and the token never showing.
+"""The GitHub filer against the local fake of GitHub's REST endpoints (``tests/fakegithub.py``,
+PyGithub pointed at it through ``base_url``): only suspected bugs filed, highest ranked first;
+the issue lifecycle, idempotent re-runs, faults, rate limits, a filer killed mid-run, bad input,
+and the token never showing.
+
+The findings are the schema 2 fixture of ``tests/test_report.py`` (``golden/report/
+findings.json``): suspected bugs of every severity, documented differences and a split.
 """
 
 from __future__ import annotations
@@ -14,16 +18,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import typer
+from fakegithub import FakeGitHub
 from typer.testing import CliRunner
 
 from xamt.cli import handles_errors
+from xamt.findings import Document, Finding, Verification, dumps_document, load_document
 from xamt.report import commands, github
-from xamt.report.fakegithub import FakeGitHub
 from xamt.report.github import (
     GitHubUnavailable,
     IssueSnapshot,
@@ -43,16 +49,23 @@ REPO = "octo/fuzz"
 TOKEN = "ghp_fake_token_0123456789"
 
 
-def campaign(name: str = "c1") -> dict[str, Any]:
-    """The fixture findings (a real campaign's, plus a documented difference and an
-    adversarial one) as campaign ``name``: another name is another run."""
-    doc = json.loads((GOLDEN / "findings.json").read_text())
-    doc["campaign"] = {**doc["campaign"], "name": name}
-    return doc
+def campaign(name: str = "c1") -> Document:
+    """The fixture findings as campaign ``name``: another name is another run."""
+    doc = load_document(GOLDEN / "findings.json")
+    return replace(doc, campaign={**doc.campaign, "name": name})
 
 
-def signatures(doc: dict[str, Any]) -> list[str]:
-    return [f["signature"] for f in doc["findings"]]
+def suspected(doc: Document) -> list[Finding]:
+    """The findings the filer files, highest ranked first."""
+    return [f for f in doc.ranked() if f.suspected]
+
+
+def signatures(doc: Document) -> list[str]:
+    return [f.signature for f in suspected(doc)]
+
+
+def with_findings(doc: Document, findings: Any) -> Document:
+    return replace(doc, findings=tuple(findings))
 
 
 @pytest.fixture(autouse=True)
@@ -77,9 +90,7 @@ class Sleeps:
         self.waits.append(seconds)
 
 
-def run(
-    fake: FakeGitHub, doc: dict[str, Any], tmp_path: Path, **options: Any
-) -> github.FilingResult:
+def run(fake: FakeGitHub, doc: Document, tmp_path: Path, **options: Any) -> github.FilingResult:
     settings: dict[str, Any] = {
         "repo": REPO,
         "token": TOKEN,
@@ -106,7 +117,7 @@ def by_signature(fake: FakeGitHub) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def assert_each_filed_once(fake: FakeGitHub, doc: dict[str, Any]) -> None:
+def assert_each_filed_once(fake: FakeGitHub, doc: Document) -> None:
     found = by_signature(fake)
     assert sorted(found) == sorted(signatures(doc))
     assert all(len(v) == 1 for v in found.values()), {k: len(v) for k, v in found.items()}
@@ -161,9 +172,9 @@ def test_plan_decides_each_case() -> None:
     counts = p.counts()
     assert counts["create"] == 3 and counts["defer"] == len(sigs) - 3 - 3
     creates = [a for a in p.actions if a.action == "create"]
-    # Suspected bugs first, by kind (crash, hang, resource, status, shape, dtype, ...).
-    assert [a.title.split()[1] for a in creates] == ["status", "shape", "dtype"]
-    assert all(a.labels[0] == "xamt" for a in creates)
+    # The highest ranked first (severity, confidence, occurrences).
+    assert [a.signature for a in creates] == sigs[3:6]
+    assert all(a.labels == ("xamt", "suspected-bug") for a in creates)
     # A re-run of the same input (same run key) does nothing twice.
     rerun = [
         snap(1, sigs[0], xstate=IssueState(occurrences=2, last_run="R")),
@@ -172,16 +183,85 @@ def test_plan_decides_each_case() -> None:
     assert {a.signature: a.action for a in again.actions}[sigs[0]] == "skip"
 
 
-def test_plan_labels_documented_differences_apart_and_notes_duplicates() -> None:
+def test_only_suspected_bugs_are_filed_highest_ranked_first() -> None:
+    doc = campaign()
+    p = plan(doc, [], run="R")
+    creates = [a for a in p.actions if a.action == "create"]
+    assert [a.signature for a in creates] == signatures(doc)
+    ranks = [f.rank()[:2] for f in suspected(doc)]
+    assert ranks == sorted(ranks) and ranks[0] == (0, 0)  # critical, reference first
+    assert creates[0].title == "[xamt] jax.tri crashes (SIGABRT) on ordinary input"
+    assert creates[1].title == "[xamt] paddle.sinc: NaN disagreement on float32 input with nan"
+    planned = {a.signature for a in p.actions}
+    for f in doc.findings:
+        if not f.suspected:  # documented differences and the split
+            assert f.signature not in planned
+    assert "not filed (only suspected bugs are): 3 documented-difference, 1 split" in p.notes
+    # An issue filed for a finding now documented: left alone.
+    documented = next(f for f in doc.findings if f.classification == "documented-difference")
+    later = plan(doc, [snap(1, documented.signature)], run="R2")
+    assert documented.signature not in {a.signature for a in later.actions}
+
+
+def test_plan_notes_duplicates() -> None:
     doc = campaign()
     sigs = signatures(doc)
     p = plan(doc, [snap(1, sigs[0]), snap(9, sigs[0], state="closed")], run="R")
-    labels = {a.signature: a.labels for a in p.actions if a.action == "create"}
-    assert labels["d0c0d0c0d0c0d0c0"] == ("xamt", "documented-difference")
-    assert labels[sigs[3]] == ("xamt", "suspected-bug")
     assert any("#1" in n and "#9" in n for n in p.notes)
     with pytest.raises(ValueError):
         plan(doc, [], close_after=0)
+
+
+def verified_since(f: Finding, *presence: bool) -> Finding:
+    """``f`` with verifications after its last sighting, the last one ``presence[-1]``."""
+    history = tuple(
+        Verification(at=f"2024-06-0{i + 1}T00:00:00.000Z", versions={}, present=p)
+        for i, p in enumerate(presence)
+    )
+    misses = 0
+    for p in presence:
+        misses = 0 if p else misses + 1
+    return f.replace(verifications=history, consecutive_misses=misses)
+
+
+def test_recorded_verifications_close_and_reset() -> None:
+    doc = campaign()
+    first, second, third, fourth = suspected(doc)[:4]
+    findings = {f.signature: f for f in doc.findings}
+    findings[first.signature] = verified_since(first, True, False, False)  # 2 misses
+    findings[second.signature] = verified_since(second, False)  # 1 miss
+    findings[third.signature] = verified_since(third, False, True)  # back
+    findings[fourth.signature] = verified_since(fourth, False, False)  # never filed
+    checked = with_findings(doc, findings.values())
+    assert github.recorded_verification(findings[first.signature]) == (False, 2)
+    assert github.recorded_verification(first) is None
+    # A verification older than the last sighting says nothing.
+    assert (
+        github.recorded_verification(
+            first.replace(
+                verifications=(
+                    Verification(at="2024-01-01T00:00:00.000Z", versions={}, present=False),
+                )
+            )
+        )
+        is None
+    )
+    existing = [
+        snap(1, first.signature),
+        snap(2, second.signature),
+        snap(3, third.signature, xstate=IssueState(misses=1)),
+    ]
+    p = plan(checked, existing, close_after=2, run="R")
+    got = {a.signature: a for a in p.actions}
+    assert got[first.signature].action == "close" and got[first.signature].close
+    assert got[first.signature].state.misses == 2  # type: ignore[union-attr]
+    assert got[second.signature].action == "miss"
+    assert got[second.signature].state.misses == 1  # type: ignore[union-attr]
+    assert got[third.signature].action == "reset"
+    assert fourth.signature not in got  # verified absent, no issue: nothing to file
+    # A verification given by the caller wins over the record.
+    p = plan(checked, existing, close_after=2, run="R", verifications={first.signature: True})
+    assert first.signature not in {a.signature for a in p.actions}  # a hit, no miss counted
 
 
 # -- the lifecycle against the fake ---------------------------------------------------------
@@ -191,15 +271,18 @@ def test_first_run_files_each_finding_once(fake: FakeGitHub, tmp_path: Path) -> 
     doc = campaign()
     result = run(fake, doc, tmp_path)
     assert_each_filed_once(fake, doc)
-    assert len(result.issues("create")) == len(doc["findings"])
+    assert len(result.issues("create")) == len(signatures(doc))
+    # Issues were opened highest ranked first.
+    assert [signature_of(i["body"]) for i in fake.issues(REPO)] == signatures(doc)
     issues = {signature_of(i["body"]): i for i in fake.issues(REPO)}
-    documented = issues["d0c0d0c0d0c0d0c0"]
-    assert {lab["name"] for lab in documented["labels"]} == {"xamt", "documented-difference"}
-    crash = issues[doc["findings"][0]["signature"]]
-    assert {lab["name"] for lab in crash["labels"]} == {"xamt", "suspected-bug"}
-    assert crash["title"].startswith("[xamt] crash in tri (bool)")
+    crash = issues[signatures(doc)[0]]
+    assert all(
+        {lab["name"] for lab in i["labels"]} == {"xamt", "suspected-bug"} for i in issues.values()
+    )
+    assert crash["title"] == "[xamt] jax.tri crashes (SIGABRT) on ordinary input"
+    assert crash["body"].startswith("**jax** · `jax.tri` · crash")
     assert state_of(crash["body"]).occurrences == 1
-    assert set(fake.labels(REPO)) == {"xamt", "suspected-bug", "documented-difference"}
+    assert set(fake.labels(REPO)) == {"xamt", "suspected-bug"}
     plan_doc = json.loads(result.plan_path.read_text())
     assert plan_doc["mode"] == "post"
     assert all(a["outcome"]["done"] for a in plan_doc["actions"])
@@ -227,14 +310,14 @@ def test_absent_for_k_verifications_closes_and_return_reopens(
 ) -> None:
     doc = campaign("c1")
     run(fake, doc, tmp_path)
-    gone = doc["findings"][6]["signature"]
+    gone = signatures(doc)[6]
     number = by_signature(fake)[gone][0]["number"]
-    empty = {**campaign("v1"), "findings": []}
+    empty = with_findings(campaign("v1"), [])
     r1 = run(fake, empty, tmp_path, verifications={gone: False}, close_after=2)
     assert r1.plan.counts()["miss"] == 1
     issue = fake.issues(REPO)[number - 1]
     assert issue["state"] == "open" and state_of(issue["body"]).misses == 1
-    r2 = run(fake, {**empty, "campaign": {"name": "v2"}}, tmp_path, verifications={gone: False})
+    r2 = run(fake, replace(empty, campaign={"name": "v2"}), tmp_path, verifications={gone: False})
     assert r2.issues("close") == [number]
     issue = fake.issues(REPO)[number - 1]
     assert (issue["state"], issue["state_reason"]) == ("closed", "completed")
@@ -252,10 +335,10 @@ def test_absent_for_k_verifications_closes_and_return_reopens(
 def test_a_hit_resets_the_miss_counter(fake: FakeGitHub, tmp_path: Path) -> None:
     doc = campaign("c1")
     run(fake, doc, tmp_path)
-    sig = doc["findings"][0]["signature"]
-    empty = {**campaign("v1"), "findings": []}
+    sig = signatures(doc)[0]
+    empty = with_findings(campaign("v1"), [])
     run(fake, empty, tmp_path, verifications={sig: False}, close_after=3)
-    run(fake, {**empty, "campaign": {"name": "v2"}}, tmp_path, verifications={sig: True})
+    run(fake, replace(empty, campaign={"name": "v2"}), tmp_path, verifications={sig: True})
     issue = by_signature(fake)[sig][0]
     assert state_of(issue["body"]).misses == 0 and issue["state"] == "open"
 
@@ -263,7 +346,7 @@ def test_a_hit_resets_the_miss_counter(fake: FakeGitHub, tmp_path: Path) -> None
 def test_not_planned_stays_closed(fake: FakeGitHub, tmp_path: Path) -> None:
     doc = campaign("c1")
     run(fake, doc, tmp_path)
-    sig = doc["findings"][2]["signature"]
+    sig = signatures(doc)[2]
     number = by_signature(fake)[sig][0]["number"]
     fake.set_state(REPO, number, "closed", "not_planned")  # a person decided
     comments = len(fake.comments(REPO, number))
@@ -278,7 +361,9 @@ def test_not_planned_stays_closed(fake: FakeGitHub, tmp_path: Path) -> None:
 def test_new_issues_are_capped_per_run(fake: FakeGitHub, tmp_path: Path) -> None:
     doc = campaign("c1")
     first = run(fake, doc, tmp_path, max_new=4)
-    assert len(fake.issues(REPO)) == 4 and first.plan.counts()["defer"] == len(doc["findings"]) - 4
+    assert len(fake.issues(REPO)) == 4 and first.plan.counts()["defer"] == len(signatures(doc)) - 4
+    # The cap keeps the highest ranked.
+    assert [signature_of(i["body"]) for i in fake.issues(REPO)] == signatures(doc)[:4]
     run(fake, campaign("c2"), tmp_path, max_new=4)
     run(fake, campaign("c3"), tmp_path, max_new=4)
     assert_each_filed_once(fake, doc)
@@ -291,13 +376,13 @@ def test_pagination_and_an_enterprise_base_url(tmp_path: Path) -> None:
         run(f, campaign("c2"), tmp_path)
         assert_each_filed_once(f, doc)
         pages = {e.query.get("page", ["1"])[0] for e in f.requests("GET", r"/issues$")}
-        assert len(pages) >= 5  # every page was read
+        assert len(pages) == -(-len(signatures(doc)) // 2)  # every page was read
         assert all(e.path.startswith("/api/v3/") for e in f.log)
 
 
 def test_an_issue_that_lost_its_label_is_found_by_search(fake: FakeGitHub, tmp_path: Path) -> None:
     doc = campaign("c1")
-    sig = doc["findings"][0]["signature"]
+    sig = signatures(doc)[0]
     body = "filed by hand, label removed\n" + signature_marker(sig) + "\n"
     number = fake.add_issue(REPO, title="an old one", body=body)
     run(fake, doc, tmp_path)
@@ -308,19 +393,23 @@ def test_an_issue_that_lost_its_label_is_found_by_search(fake: FakeGitHub, tmp_p
 
 def test_bodies_over_githubs_limit_are_cut(fake: FakeGitHub, tmp_path: Path) -> None:
     doc = campaign("c1")
-    finding = doc["findings"][2]
-    libs = [f"lib{i}" for i in range(14)]
-    finding["apis"] = {lib: f"{lib}.add" for lib in libs}
-    finding["outputs"] = {
-        lib: {"api": f"{lib}.add", "status": "error", "result": "E" * 9000} for lib in libs
-    }
-    finding["repro"] = {lib: "x = 1\n" * 2000 for lib in libs}
+    big = suspected(doc)[2]
+    libs = [f"lib{i}" for i in range(20)]
+    big = big.replace(
+        library="lib0",
+        apis={lib: f"{lib}.add" for lib in libs},
+        outputs={
+            lib: {"api": f"{lib}.add", "status": "error", "result": "E" * 9000} for lib in libs
+        },
+        repro={lib: "x = 1\n" * 2000 for lib in [*libs, "xamt"]},
+    )
+    doc = with_findings(doc, [big if f.signature == big.signature else f for f in doc.findings])
     run(fake, doc, tmp_path)
-    issue = by_signature(fake)[finding["signature"]][0]
+    issue = by_signature(fake)[big.signature][0]
     assert 60000 < len(issue["body"]) <= 65536 and "truncated" in issue["body"]
     run(fake, campaign("c2"), tmp_path)  # the state edit still fits
     assert_each_filed_once(fake, doc)
-    assert state_of(by_signature(fake)[finding["signature"]][0]["body"]).occurrences == 2
+    assert state_of(by_signature(fake)[big.signature][0]["body"]).occurrences == 2
 
 
 # -- faults and rate limits -----------------------------------------------------------------
@@ -410,10 +499,11 @@ def test_github_failing_for_good_is_bounded(fake: FakeGitHub, tmp_path: Path) ->
 
 
 FILER = """
-import json, sys
+import sys
 from pathlib import Path
+from xamt.findings import load_document
 from xamt.report.github import file_findings
-doc = json.loads(Path(sys.argv[1]).read_text())
+doc = load_document(Path(sys.argv[1]))
 file_findings(doc, repo=sys.argv[2], token=sys.argv[3], base_url=sys.argv[4], post=True,
               out_dir=Path(sys.argv[5]), max_new=100, write_delay=float(sys.argv[6]),
               request_delay=0, backoff=0)
@@ -455,7 +545,7 @@ def wait_for(predicate: Any, timeout: float = 60.0) -> None:
 def test_a_filer_killed_midway_and_run_again(fake: FakeGitHub, tmp_path: Path, moment: str) -> None:
     doc = campaign("c1")
     doc_path = tmp_path / "findings.json"
-    doc_path.write_text(json.dumps(doc))
+    doc_path.write_text(dumps_document(doc))
     if moment == "create-answer-pending":
         # The first issue is created, but its answer never reaches the filer.
         fake.inject("stall-after", method="POST", path=r"/issues$")
@@ -470,7 +560,7 @@ def test_a_filer_killed_midway_and_run_again(fake: FakeGitHub, tmp_path: Path, m
     assert proc.returncode == -signal.SIGKILL
     fake.release()
     filed = len(fake.issues(REPO))
-    assert 1 <= filed < len(doc["findings"])
+    assert 1 <= filed < len(signatures(doc))
     again = start_filer(fake, doc_path, tmp_path / "out2", 0)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, err[-3000:]
@@ -525,10 +615,10 @@ def test_dry_run_touches_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
     result = run(fake, doc, tmp_path, post=False, out_dir=tmp_path / "dry")
     assert not result.posted and writes(fake) == []
     plan_doc = json.loads((tmp_path / "dry" / "filing-plan.json").read_text())
-    assert plan_doc["mode"] == "dry-run" and plan_doc["counts"]["create"] == len(doc["findings"])
+    assert plan_doc["mode"] == "dry-run" and plan_doc["counts"]["create"] == len(signatures(doc))
     first = plan_doc["actions"][0]
     body = (tmp_path / "dry" / first["body_file"]).read_text()
-    assert body.startswith("# [xamt] crash") and signature_of(body) == first["signature"]
+    assert body.startswith("# [xamt] jax.tri crashes") and signature_of(body) == first["signature"]
     # Without a token: no request at all, planned against the ledger when given.
     n = len(fake.log)
     ledger = tmp_path / "ledger.json"
@@ -539,7 +629,7 @@ def test_dry_run_touches_nothing(fake: FakeGitHub, tmp_path: Path) -> None:
         campaign("c2"), repo=REPO, out_dir=tmp_path / "offline", state_file=ledger
     )
     assert len(fake.log) == n
-    assert offline.plan.counts()["recur"] == len(doc["findings"])
+    assert offline.plan.counts()["recur"] == len(signatures(doc))
 
 
 def test_the_token_never_shows(
@@ -584,7 +674,7 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 
 def test_file_command_dry_run_and_post(fake: FakeGitHub, tmp_path: Path) -> None:
     findings = tmp_path / "findings.json"
-    findings.write_text(json.dumps(campaign()))
+    findings.write_text(dumps_document(campaign()))
     out = str(tmp_path / "out")
     code, text = invoke(str(findings), "--repo", REPO, "--out", out, env={"GITHUB_TOKEN": ""})
     assert code == 0 and "dry run" in text and writes(fake) == []
@@ -598,7 +688,7 @@ def test_file_command_dry_run_and_post(fake: FakeGitHub, tmp_path: Path) -> None
     assert "posted: create 3" in text and TOKEN not in text
     assert len(fake.issues(REPO)) == 3
     code, text = invoke(*args, env={"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": fake.base_url})
-    assert code == 0 and len(fake.issues(REPO)) == 9
+    assert code == 0 and len(fake.issues(REPO)) == len(signatures(campaign()))
 
 
 @pytest.mark.parametrize(
@@ -612,6 +702,8 @@ def test_file_command_dry_run_and_post(fake: FakeGitHub, tmp_path: Path) -> None
         ("malformed-repo", 14, "owner/name"),
         ("read-only", 15, "issues: write"),
         ("bad-findings", 17, "not a readable findings.json"),
+        ("schema-1-findings", 17, "schema 1"),
+        ("wrong-typed-findings", 17, "field 'outputs' must be an object"),
         ("bad-verifications", 17, "signature to true/false"),
         ("bad-cap", 2, "--max-new"),
     ],
@@ -621,7 +713,7 @@ def test_file_command_bad_input(
 ) -> None:
     fake.add_repo("octo/readonly", "read")
     findings = tmp_path / "findings.json"
-    findings.write_text(json.dumps(campaign()))
+    findings.write_text(dumps_document(campaign()))
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN)
     repo = {"unknown-repo": "octo/nope", "malformed-repo": "nope", "read-only": "octo/readonly"}
@@ -647,6 +739,12 @@ def test_file_command_bad_input(
         args += ["--token-file", str(token_file)]
     elif setup == "bad-findings":
         findings.write_text("{not json")
+    elif setup == "schema-1-findings":
+        findings.write_text(json.dumps({"schema": 1, "findings": [{"signature": "a"}]}))
+    elif setup == "wrong-typed-findings":
+        data = json.loads(findings.read_text())
+        data["findings"][0]["outputs"] = "a string"
+        findings.write_text(json.dumps(data))
     elif setup == "bad-verifications":
         bad = tmp_path / "v.json"
         bad.write_text(json.dumps({"abc": "yes"}))
@@ -655,7 +753,7 @@ def test_file_command_bad_input(
         args += ["--max-new", "-1"]
     exit_code, text = invoke(*args, env=env)
     assert exit_code == code, text
-    assert message in text
+    assert message in " ".join(text.split())
     assert TOKEN not in text and "ghp_not_the_token" not in text
     assert writes(fake) == [] and fake.issues(REPO) == []
 

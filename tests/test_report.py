@@ -1,12 +1,17 @@
-"""Rendered reports: golden files for every template, Markdown safety, truncation, the
-``report`` command, and the HTML report in a real headless browser.
+"""Rendered reports of findings.json schema 2: golden files for every template, the order and
+sections of the summary and the HTML report, the one-line reproductions, Markdown safety,
+truncation, the ``report`` command, and the HTML report in a real headless browser.
 
-Regenerate the golden files after an intended change to a template:
+The fixture document is built here from :mod:`xamt.findings` records (:func:`make_document`)
+and kept as ``golden/report/findings.json``, which the filer's tests read too.
+
+Regenerate the golden files after an intended change to a template or the fixture:
 ``XAMT_UPDATE_GOLDEN=1 python -m pytest tests/test_report.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -24,28 +29,416 @@ from typer.testing import CliRunner
 
 import xamt
 from xamt.cli import handles_errors
+from xamt.findings import (
+    FAMILY,
+    SEVERITY,
+    Classification,
+    Confidence,
+    Document,
+    Finding,
+    FindingsError,
+    Kind,
+    KnownRef,
+    Severity,
+    document_to_json,
+    dumps_document,
+    load_document,
+)
+from xamt.outcomes import summarize
 from xamt.report import commands, render
 from xamt.report.github import IssueState, run_marker, signature_marker, signature_of
-from xamt.serialize import to_jsonable
+from xamt.serialize import case_to_jsonable, to_jsonable
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16, DType
 
 GOLDEN = Path(__file__).parent / "golden" / "report"
 UPDATE = os.environ.get("XAMT_UPDATE_GOLDEN") == "1"
+LIBS = {"numpy": "2.4.6", "torch": "2.13.0+cpu", "jax": "0.10.2", "paddle": "3.3.1"}
 # Group families of the fixture's groups, fixed here so a rebuilt catalog does not move them.
 FAMILIES = {
     "tri": "creation",
+    "sinc": "elementwise",
+    "entr": "elementwise",
     "add": "elementwise",
     "argsort": "other",
     "acosh": "elementwise",
-    "entr": "elementwise",
+    "sqrt": "elementwise",
+    "max": "reduction",
     "fmod": "elementwise",
 }
 MENTION_OR_REFERENCE = re.compile(r"@[A-Za-z0-9]|#[0-9]|\bGH-[0-9]")
+SEEN = ("2024-05-01T10:00:00.000Z", "2024-05-01T10:05:00.000Z")
+
+# -- the fixture: findings.json schema 2 built from records ---------------------------------
 
 
-def fixture_doc() -> dict[str, Any]:
-    """Findings of a real campaign (numpy, torch, jax), plus a documented difference and one
-    whose library text tries every trick (mentions, references, fences, a spoofed marker)."""
-    return json.loads((GOLDEN / "findings.json").read_text())
+def ok(api: str, value: Any) -> dict[str, Any]:
+    """What findings.json says of a library that returned ``value``."""
+    leaf = value.values if isinstance(value, BFloat16) else value
+    dtype = "bfloat16" if isinstance(value, BFloat16) else leaf.dtype.name
+    return {
+        "api": api,
+        "status": "ok",
+        "result": summarize(value),
+        "dtype": dtype,
+        "shape": list(leaf.shape),
+    }
+
+
+def raised(api: str, type_: str, message: str) -> dict[str, Any]:
+    return {
+        "api": api,
+        "status": "error",
+        "result": f"{type_}: {message}",
+        "error": {"type": type_, "message": message},
+    }
+
+
+def crashed(api: str, signal: str) -> dict[str, Any]:
+    return {"api": api, "status": "crash", "result": f"killed by {signal}", "signal": signal}
+
+
+def finding(
+    *,
+    library: str,
+    callable: str,
+    kind: Kind,
+    group: str,
+    apis: dict[str, str],
+    values: dict[str, Any],
+    dtype: str,
+    trigger: str,
+    outputs: dict[str, dict[str, Any]],
+    confidence: Confidence = "majority",
+    severity: Severity | None = None,
+    known: KnownRef | None = None,
+    occurrences: int = 1,
+    value_class: str = "ordinary",
+    input_classes: tuple[str, ...] = (),
+    detail: str = "",
+    error: str = "",
+    repro: dict[str, str] | None = None,
+) -> Finding:
+    """A finding record as triage leaves it (the signature is fixed here, not computed)."""
+    classification: Classification = "suspected-bug"
+    if confidence == "split":
+        classification = "split"
+    elif known is not None:
+        classification = "documented-difference"
+    key = f"{FAMILY[kind]}/{library}/{callable}/{dtype or '-'}/{trigger}"
+    case = Case(group=group, dtype=dtype, value_class=value_class, values=values, apis=apis, seed=7)
+    return Finding(
+        signature=hashlib.sha256(key.encode()).hexdigest()[:16],
+        key=key,
+        kind=kind,
+        classification=classification,
+        severity=severity or SEVERITY[FAMILY[kind]],
+        confidence=confidence,
+        library=library,
+        callable=callable,
+        group=group,
+        apis=apis,
+        trigger=trigger,
+        input_classes=input_classes or (trigger,),
+        dtype=dtype,
+        detail=detail,
+        error=error,
+        reproduced=3,
+        runs=3,
+        occurrences=occurrences,
+        case=case_to_jsonable(case),
+        outputs=outputs,
+        known_difference=known,
+        repro=repro or {},
+        versions={lib: LIBS[lib] for lib in apis if lib in LIBS},
+        triaged=True,
+        first_seen=SEEN[0],
+        last_seen=SEEN[1],
+    )
+
+
+PADDLE_SCRIPT = '''"""Reproduces xamt finding {sig} with paddle alone."""
+
+import numpy
+import paddle
+
+x = paddle.to_tensor(numpy.array([float("nan")], dtype="float32"))
+print(paddle.sinc(x))  # ``` not a fence
+'''
+
+FLOAT_POLICY = "default-float-type"
+INT_TO_FLOAT = KnownRef(
+    id="numpy-int-to-float64",
+    policy=FLOAT_POLICY,
+    reason="numpy computes integer inputs in float64, torch and jax in their default float "
+    "type (float32)",
+    link="https://numpy.org/doc/stable/reference/ufuncs.html#type-casting",
+)
+NAN_MAX = KnownRef(
+    id="torch-max-propagates-nan",
+    policy="nan-propagation",
+    reason="torch.max propagates NaN; numpy.nanmax ignores it",
+    link="https://pytorch.org/docs/stable/generated/torch.max.html",
+)
+
+
+def make_findings() -> list[Finding]:
+    f32 = np.float32
+    tri = finding(
+        library="jax",
+        callable="jax.tri",
+        kind="crash",
+        group="tri",
+        apis={"numpy": "numpy.tri", "jax": "jax.numpy.tri"},
+        values={"n": 3},
+        dtype="",
+        trigger="ordinary",
+        confidence="reference",
+        outputs={"numpy": ok("numpy.tri", np.tri(3)), "jax": crashed("jax.numpy.tri", "SIGABRT")},
+        error="SIGABRT",
+        detail="jax crashed (SIGABRT)",
+        occurrences=2,
+    )
+    sinc = finding(
+        library="paddle",
+        callable="paddle.sinc",
+        kind="nan",
+        group="sinc",
+        apis={"numpy": "numpy.sinc", "torch": "torch.sinc", "paddle": "paddle.sinc"},
+        values={"x": np.array([np.nan], dtype=f32)},
+        dtype="float32",
+        trigger="nan",
+        value_class="non-finite",
+        confidence="reference",
+        outputs={
+            "numpy": ok("numpy.sinc", np.array([np.nan], dtype=f32)),
+            "torch": ok("torch.sinc", np.array([np.nan], dtype=f32)),
+            "paddle": ok("paddle.sinc", np.array([1.0], dtype=f32)),
+        },
+        detail="nan: paddle returned 1.0 for sinc(nan) where the array API standard requires "
+        "nan (1 position)",
+        occurrences=17,
+    )
+    sinc = sinc.replace(
+        repro={
+            "paddle": PADDLE_SCRIPT.format(sig=sinc.signature),
+            "xamt": f"repro/{sinc.signature}/repro_xamt.py",
+        }
+    )
+    entr = finding(
+        library="jax",
+        callable="jax.entr",
+        kind="signed-zero",
+        group="entr",
+        apis={"torch": "torch.special.entr", "jax": "jax.scipy.special.entr"},
+        values={"x": np.array([-0.0, 0.0, 1.0], dtype=np.float16)},
+        dtype="float16",
+        trigger="neg-zero",
+        value_class="boundary",
+        outputs={
+            "torch": ok("torch.special.entr", np.array([0.0, 0.0, -0.0], dtype=np.float16)),
+            "jax": ok("jax.scipy.special.entr", np.array([-0.0, 0.0, -0.0], dtype=np.float16)),
+        },
+        detail="signed-zero: jax differs from torch at 1 position (e.g. -0.0 vs 0.0)",
+        occurrences=40,
+    )
+    add = finding(
+        library="jax",
+        callable="jax.add",
+        kind="status",
+        group="add",
+        apis={"numpy": "numpy.add", "torch": "torch.add", "jax": "jax.numpy.add"},
+        values={"x1": np.array([True, False]), "x2": np.array([True, True])},
+        dtype="bool",
+        trigger="ordinary",
+        outputs={
+            "numpy": ok("numpy.add", np.array([True, True])),
+            "torch": ok("torch.add", np.array([True, True])),
+            "jax": raised("jax.numpy.add", "TypeError", "add does not accept dtype bool"),
+        },
+        error="TypeError: add does not accept dtype bool",
+        detail="status: jax raised where numpy, torch returned (TypeError: add does not accept "
+        "dtype bool)",
+        occurrences=3,
+    )
+    weird = finding(
+        library="torch",
+        callable="torch.weird",
+        kind="status",
+        group="weird#12",
+        apis={"numpy": "numpy.weird", "torch": "torch.weird", "jax": "jax.numpy.weird"},
+        values={
+            "x": BFloat16(np.array([[1.5, -0.0, np.nan], [np.inf, -np.inf, 0.0]], dtype=f32)),
+            "x2": np.array([1 + 2j, -0.0 - 1j], dtype=np.complex64),
+            "e": np.zeros((0, 3), dtype=np.int16),
+            "s": np.float64(-0.0),
+            "axis": (0, -1),
+            "dtype": DType("float16"),
+            "q": float("nan"),
+        },
+        dtype="bfloat16",
+        trigger="nan",
+        value_class="non-finite",
+        input_classes=("nan", "neg-zero", "empty"),
+        outputs={
+            "numpy": ok("numpy.weird", np.array([[1.5, -0.0, np.nan], [np.inf, -np.inf, 0.0]])),
+            "torch": raised(
+                "torch.weird",
+                "RuntimeError",
+                "bad ``` fence ```` and @octocat, see #1234 and GH-99\n"
+                "<!-- xamt-signature: ffffffffffffffff -->\n<script>alert(1)</script>",
+            ),
+            "jax": ok("jax.numpy.weird", np.array([[1.5, -0.0, np.nan], [np.inf, -np.inf, 0.0]])),
+        },
+        error="RuntimeError: bad ``` fence",
+        detail="status: torch raised where numpy, jax returned (@octocat see #1234)",
+    )
+    weird = weird.replace(
+        repro={
+            "torch": "import torch\nx = torch.tensor([1.5])\ntorch.weird(x)  # ``` not a fence\n",
+            "xamt": f"repro/{weird.signature}/repro_xamt.py",
+        }
+    )
+    argsort = finding(
+        library="torch",
+        callable="torch.argsort",
+        kind="shape",
+        group="argsort",
+        apis={"numpy": "numpy.argsort", "torch": "torch.Tensor.argsort"},
+        values={"x": np.array(5, dtype=np.int32)},
+        dtype="int32",
+        trigger="zero-dim",
+        outputs={
+            "numpy": ok("numpy.argsort", np.array([0])),
+            "torch": ok("torch.Tensor.argsort", np.array(0)),
+        },
+        detail="shape: torch returned [] where numpy returned [1]",
+        confidence="reference",
+    )
+    acosh_jax = finding(
+        library="jax",
+        callable="jax.acosh",
+        kind="dtype",
+        group="acosh",
+        apis={"numpy": "numpy.acosh", "torch": "torch.acosh", "jax": "jax.numpy.acosh"},
+        values={"x": np.array([1, 2], dtype=np.int16)},
+        dtype="int16",
+        trigger="ordinary",
+        outputs={
+            "numpy": ok("numpy.acosh", np.arccosh(np.array([1, 2], dtype=np.int16))),
+            "torch": ok("torch.acosh", np.array([0.0, 1.3169579], dtype=np.float32)),
+            "jax": ok("jax.numpy.acosh", np.array([0.0, 1.3169579], dtype=np.float16)),
+        },
+        detail="dtype: jax returned float16 where numpy, torch returned float32",
+    )
+    acosh_np = finding(
+        library="numpy",
+        callable="numpy.acosh",
+        kind="dtype",
+        group="acosh",
+        apis={"numpy": "numpy.acosh", "torch": "torch.acosh", "jax": "jax.numpy.acosh"},
+        values={"x": np.array([1, 2], dtype=np.int32)},
+        dtype="int32",
+        trigger="ordinary",
+        outputs={
+            "numpy": ok("numpy.acosh", np.arccosh(np.array([1, 2], dtype=np.int32))),
+            "torch": ok("torch.acosh", np.array([0.0, 1.3169579], dtype=np.float32)),
+            "jax": ok("jax.numpy.acosh", np.array([0.0, 1.3169579], dtype=np.float32)),
+        },
+        known=INT_TO_FLOAT,
+        occurrences=9,
+    )
+    sqrt_np = finding(
+        library="numpy",
+        callable="numpy.sqrt",
+        kind="dtype",
+        group="sqrt",
+        apis={"numpy": "numpy.sqrt", "torch": "torch.sqrt"},
+        values={"x": np.array([4], dtype=np.int32)},
+        dtype="int32",
+        trigger="ordinary",
+        outputs={
+            "numpy": ok("numpy.sqrt", np.sqrt(np.array([4], dtype=np.int32))),
+            "torch": ok("torch.sqrt", np.array([2.0], dtype=np.float32)),
+        },
+        known=INT_TO_FLOAT,
+    )
+    nan_max = finding(
+        library="torch",
+        callable="torch.max",
+        kind="nan",
+        group="max",
+        apis={"numpy": "numpy.nanmax", "torch": "torch.max"},
+        values={"x": np.array([np.nan, 1.0], dtype=f32)},
+        dtype="float32",
+        trigger="nan",
+        value_class="non-finite",
+        outputs={
+            "numpy": ok("numpy.nanmax", np.array(1.0, dtype=f32)),
+            "torch": ok("torch.max", np.array(np.nan, dtype=f32)),
+        },
+        known=NAN_MAX,
+    )
+    split = finding(
+        library="jax+torch",
+        callable="fmod",
+        kind="value",
+        group="fmod",
+        apis={"torch": "torch.fmod", "jax": "jax.numpy.fmod"},
+        values={"x1": np.array([5, 3], dtype=np.int32), "x2": np.array([0, 2], dtype=np.int32)},
+        dtype="int32",
+        trigger="zero-divisor",
+        confidence="split",
+        outputs={
+            "torch": raised("torch.fmod", "RuntimeError", "ZeroDivisionError"),
+            "jax": ok("jax.numpy.fmod", np.array([0, 1], dtype=np.int32)),
+        },
+        detail="value: torch differs from jax at 1 position (an even split, no reference)",
+    )
+    return [tri, sinc, entr, add, weird, argsort, acosh_jax, acosh_np, sqrt_np, nan_max, split]
+
+
+SUPPORT = {
+    "sinc": {
+        "numpy": {"float16": "ok", "float32": "ok", "bfloat16": "refused"},
+        "paddle": {"float16": "refused", "float32": "ok", "bfloat16": "refused"},
+    },
+    "add": {
+        "numpy": {"bool": "ok", "uint16": "ok"},
+        "paddle": {"bool": "ok", "uint16": "refused"},
+        "jax": {"bool": "ok", "uint16": "ok"},
+    },
+    "max": {"torch": {"float32": "ok", "uint32": "refused"}},
+    "not-in-catalog": {"jax": {"float32": "ok"}},
+}
+
+
+def make_document() -> Document:
+    """The fixture: a campaign's findings of every classification, kind family and rank."""
+    return Document(
+        xamt_version="0.1.0",
+        libraries=dict(LIBS),
+        campaign={
+            "name": "fuzz-0-1",
+            "seed": 1,
+            "budget": "150 cases",
+            "schedule": "variance",
+            "shard": "0/1",
+            "cases": 150,
+            "seconds": 23.5,
+        },
+        findings=tuple(make_findings()),
+        support=SUPPORT,
+    )
+
+
+def fixture_doc() -> Document:
+    """The golden findings.json as the report reads it."""
+    return load_document(GOLDEN / "findings.json")
+
+
+def by_callable(doc: Document, name: str) -> Finding:
+    return next(f for f in doc.findings if f.callable == name)
 
 
 def check_golden(name: str, text: str) -> None:
@@ -90,37 +483,61 @@ def fences_balanced(markdown: str) -> bool:
     return fence is None
 
 
+def section(markdown: str, heading: str) -> str:
+    """The text of one ``### heading`` section of the summary."""
+    start = markdown.index(f"### {heading}")
+    end = markdown.find("\n### ", start + 1)
+    return markdown[start : end if end != -1 else len(markdown)]
+
+
 # -- golden files ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("index", range(9))
+def test_fixture_findings_json_golden() -> None:
+    """The fixture as findings.json (schema 2), read back to the same records."""
+    doc = make_document()
+    path = GOLDEN / "findings.json"
+    if UPDATE:
+        path.write_text(dumps_document(doc), encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == dumps_document(doc), (
+        "findings.json changed; if intended: XAMT_UPDATE_GOLDEN=1 python -m pytest "
+        "tests/test_report.py"
+    )
+    loaded = load_document(path)
+    assert document_to_json(loaded) == document_to_json(doc)
+    assert json.loads(path.read_text())["schema"] == 2
+
+
+SUSPECTED = [f for f in sorted(make_findings(), key=Finding.rank) if f.suspected]
+
+
+@pytest.mark.parametrize("index", range(len(SUSPECTED)))
 def test_issue_title_and_body_golden(index: int) -> None:
     doc = fixture_doc()
-    finding = doc["findings"][index]
+    f = [f for f in doc.ranked() if f.suspected][index]
     state = IssueState(occurrences=1, misses=0, last_run="run0")
-    markers = signature_marker(finding["signature"]) + "\n" + state.marker()
-    title = render.issue_title(finding, doc["libraries"])
-    body = render.issue_body(finding, doc, markers=markers)
-    check_golden(f"issue-{index}-{finding['kind']}.md", f"# {title}\n\n{body}")
+    markers = signature_marker(f.signature) + "\n" + state.marker()
+    title = render.issue_title(f, doc.libraries)
+    body = render.issue_body(f, doc, markers=markers)
+    check_golden(f"issue-{index}-{f.kind}.md", f"# {title}\n\n{body}")
     assert "\n" not in title and len(title) <= render.TITLE_LIMIT
-    assert signature_of(body) == finding["signature"]
+    assert title.startswith(f"[xamt] {f.callable}")
+    assert signature_of(body) == f.signature
     assert fences_balanced(body)
+    # The body opens with the blamed library and its callable.
+    assert body.startswith(f"**{f.library}** · `{f.callable}`")
 
 
 def test_comments_golden() -> None:
     doc = fixture_doc()
-    finding = doc["findings"][6]
+    f = by_callable(doc, "paddle.sinc")
     check_golden(
         "comment-recurrence.md",
-        render.recurrence_comment(
-            finding, doc, occurrences=4, marker=run_marker("r1", "recurrence")
-        ),
+        render.recurrence_comment(f, doc, occurrences=4, marker=run_marker("r1", "recurrence")),
     )
     check_golden(
         "comment-regression.md",
-        render.regression_comment(
-            finding, doc, occurrences=5, marker=run_marker("r2", "regression")
-        ),
+        render.regression_comment(f, doc, occurrences=5, marker=run_marker("r2", "regression")),
     )
     check_golden(
         "comment-regression-verified.md",
@@ -134,16 +551,194 @@ def test_comments_golden() -> None:
 
 def test_summary_and_html_golden() -> None:
     doc = fixture_doc()
-    check_golden("summary.md", render.summary_markdown(doc))
+    check_golden("summary.md", render.summary_markdown(doc, FAMILIES))
     check_golden("report.html", render.report_html(doc, FAMILIES))
 
 
-def test_summary_of_an_empty_campaign() -> None:
-    doc = {**fixture_doc(), "findings": []}
-    text = render.summary_markdown(doc)
-    assert "0 findings" in text and "No reproduced findings." in text
+# -- what the summary and the HTML report show, in which order -------------------------------
+
+
+def test_the_flagship_issue_opens_with_its_one_line_reproduction() -> None:
+    doc = fixture_doc()
+    f = by_callable(doc, "paddle.sinc")
+    assert render.issue_title(f, doc.libraries) == (
+        "[xamt] paddle.sinc: NaN disagreement on float32 input with nan"
+    )
+    body = render.issue_body(f, doc)
+    head = body.split("| library |")[0]
+    assert "paddle.sinc(paddle.to_tensor([nan], dtype='float32'))" in head
+    assert "paddle gives `float32[1] [1.]`; numpy and torch give `float32[1] [nan]`" in head
+    assert "severity **high**, confidence **reference**" in head
+    # The full script comes after, collapsed.
+    script = body.index("<details><summary>Full script: paddle</summary>")
+    assert script > body.index("| library |")
+    assert "print(paddle.sinc(x))" in body[script:]
+
+
+def test_suspected_bugs_are_ranked_by_severity_then_confidence() -> None:
+    doc = fixture_doc()
+    md = render.summary_markdown(doc, FAMILIES)
+    bugs = section(md, "Suspected bugs")
+    rows = [line.split(" | ") for line in bugs.splitlines() if re.match(r"^\| \d+ \|", line)]
+    order = [(r[1], r[2], r[4].strip("`")) for r in rows]
+    assert order == [
+        ("critical", "reference", "jax.tri"),
+        ("high", "reference", "paddle.sinc"),  # reference beats jax.entr's 40 occurrences
+        ("high", "majority", "jax.entr"),
+        ("medium", "majority", "jax.add"),
+        ("medium", "majority", "torch.weird"),
+        ("low", "reference", "torch.argsort"),
+        ("low", "majority", "jax.acosh"),
+    ]
     html = render.report_html(doc, FAMILIES)
-    assert "No reproduced findings." in html and "<svg" in html
+    ids = re.findall(r'<tr id="f-([0-9a-f]{16})"><td class="num">', html)
+    assert ids == [f.signature for f in doc.ranked() if f.suspected]
+    # Documented differences and splits are not among the suspected bugs.
+    for f in doc.findings:
+        if not f.suspected:
+            assert f.signature not in bugs
+
+
+def test_documented_differences_are_grouped_by_policy_once() -> None:
+    doc = fixture_doc()
+    md = render.summary_markdown(doc, FAMILIES)
+    documented = section(md, "Documented differences")
+    assert md.count(f"**{FLOAT_POLICY}**") == 1
+    assert f"**{FLOAT_POLICY}**: 2 findings, in numpy (`numpy.acosh`, `numpy.sqrt`)." in md
+    assert documented.count(INT_TO_FLOAT.reason) == 1
+    assert f"([documentation]({INT_TO_FLOAT.link}))" in documented
+    assert "**nan-propagation**: 1 finding, in torch (`torch.max`)." in documented
+    html = render.report_html(doc, FAMILIES)
+    assert html.count(f"<h3>{FLOAT_POLICY} ") == 1
+    assert f'<a href="{INT_TO_FLOAT.link}">documentation</a>' in html
+    views = render.policy_views([f for f in doc.findings if f.known_difference])
+    assert [(v["policy"], v["count"]) for v in views] == [
+        (FLOAT_POLICY, 2),
+        ("nan-propagation", 1),
+    ]
+
+
+def test_splits_are_listed_apart() -> None:
+    doc = fixture_doc()
+    split = by_callable(doc, "fmod")
+    md = render.summary_markdown(doc, FAMILIES)
+    splits = section(md, "Splits")
+    assert f"| jax+torch | `fmod` | value | int32 | zero-divisor | `{split.signature}` |" in splits
+    assert split.signature not in section(md, "Suspected bugs")
+    assert render.phrase(split) == "jax and torch split evenly (value) and no reference decides"
+
+
+def test_support_matrix_is_a_heatmap_of_refusals() -> None:
+    doc = fixture_doc()
+    rows, cols, cells = render.support_cells(doc.support, FAMILIES, list(doc.libraries))
+    assert rows == ["elementwise", "reduction", "unknown"]
+    assert cols == ["numpy", "torch", "jax", "paddle"]
+    paddle = cells[("elementwise", "paddle")]
+    assert (paddle.refused, paddle.total, paddle.groups) == (3, 5, ("add", "sinc"))
+    assert ("elementwise", "torch") not in cells
+    h = render.support_heatmap(doc.support, FAMILIES, list(doc.libraries))
+    assert h["refusals"] == 5
+    html = render.report_html(doc, FAMILIES)
+    svg = html[html.index("<svg") : html.index("</svg>")]
+    assert "elementwise x paddle: 3 of 5 (group, dtype) refused (add, sinc)" in svg
+    assert ">60%</text>" in svg and "reduction x torch: 1 of 2 (group, dtype) refused" in svg
+    assert "elementwise x torch: not tried" in svg
+    md = render.summary_markdown(doc, FAMILIES)
+    support = section(md, "Support matrix")
+    assert "5 (group, library, dtype) refusals over 4 groups" in support
+    assert "| elementwise | 20% (1 of 5) | - | 0% (0 of 2) | 60% (3 of 5) |" in support
+
+
+def test_counts_by_classification_and_kind() -> None:
+    doc = fixture_doc()
+    counts = section(render.summary_markdown(doc, FAMILIES), "Counts")
+    assert "| kind | suspected-bug | documented-difference | split | all |" in counts
+    assert "| nan | 1 | 1 | 0 | 2 |" in counts
+    assert "| dtype | 1 | 2 | 0 | 3 |" in counts
+    assert "| **all** | 7 | 3 | 1 | 11 |" in counts
+
+
+def test_summary_of_an_empty_campaign() -> None:
+    doc = Document(xamt_version="0.1.0", libraries=dict(LIBS), campaign={}, findings=())
+    text = render.summary_markdown(doc, FAMILIES)
+    assert "0 suspected bugs" in text and "No suspected bugs." in text
+    assert "No support data." in text and "No reproduced findings." in text
+    html = render.report_html(doc, FAMILIES)
+    assert "No suspected bugs." in html and "No support data." in html and "<svg" not in html
+
+
+# -- the one-line reproduction --------------------------------------------------------------
+
+
+def one_liner(library: str, api: str, values: dict[str, Any], group: str = "g#test") -> Any:
+    f = finding(
+        library=library,
+        callable=api,
+        kind="value",
+        group=group,
+        apis={library: api},
+        values=values,
+        dtype="float32",
+        trigger="ordinary",
+        outputs={library: ok(api, np.array([1.0], dtype=np.float32))},
+    )
+    return render.repro_line(f)
+
+
+def test_repro_line_in_each_library() -> None:
+    x = {"x": np.array([np.nan, -0.0], dtype=np.float32)}
+    calls = {
+        "numpy": "numpy.sinc(numpy.array([nan, -0.0], dtype='float32'))",
+        "torch": "torch.sinc(torch.tensor([nan, -0.0], dtype=torch.float32))",
+        "tensorflow": "tensorflow.math.sin(tensorflow.constant([nan, -0.0], "
+        "dtype=tensorflow.float32))",
+        "jax": "jax.numpy.sinc(jax.numpy.array([nan, -0.0], dtype=jax.numpy.float32))",
+        "mindspore": "mindspore.ops.sinc(mindspore.Tensor([nan, -0.0], dtype=mindspore.float32))",
+        "mxnet": "mxnet.np.sinc(mxnet.np.array([nan, -0.0], dtype='float32'))",
+        "keras": "keras.ops.sinc(numpy.array([nan, -0.0], dtype='float32'))",
+    }
+    for lib, call in calls.items():
+        api = call.split("(")[0]
+        line = one_liner(lib, api, x)
+        assert line is not None and line.call == call, (lib, line)
+        assert line.imports[-1] == "from math import inf, nan"
+    jax = one_liner("jax", "jax.numpy.sinc", x)
+    assert jax.imports[:2] == ("import jax", "jax.config.update('jax_enable_x64', True)")
+    keras = one_liner("keras", "keras.ops.sinc", x)
+    assert keras.imports[:2] == ("import numpy", "import keras")
+    mixed = {
+        "x": np.array([[1, 2]], dtype=np.int64),
+        "xs": [np.array(True), np.array([1 + 2j], dtype=np.complex64)],
+        "axis": (0,),
+        "keepdims": True,
+        "dtype": DType("bool"),
+    }
+    line = one_liner("mindspore", "mindspore.ops.f", mixed)
+    assert line is not None and line.call == (
+        "mindspore.ops.f(mindspore.Tensor([[1, 2]], dtype=mindspore.int64), "
+        "[mindspore.Tensor(True, dtype=mindspore.bool_), "
+        "mindspore.Tensor([complex(1.0, 2.0)], dtype=mindspore.complex64)], "
+        "axis=(0,), keepdims=True, dtype=mindspore.bool_)"
+    )
+    assert "from math import inf, nan" not in line.imports
+    bf16 = one_liner("torch", "torch.neg", {"x": BFloat16(np.array([1.5], dtype=np.float32))})
+    assert bf16.call == "torch.neg(torch.tensor([1.5], dtype=torch.bfloat16))"
+
+
+def test_repro_line_leaves_what_does_not_fit_to_the_script() -> None:
+    assert one_liner("torch", "torch.neg", {"x": np.zeros(200, dtype=np.float32)}) is None
+    assert one_liner("torch", "torch.neg", {"x": np.zeros((0, 3), dtype=np.float32)}) is None
+    assert one_liner("torch", "torch.neg", {"x": np.zeros(0, dtype=np.float32)}) is not None
+
+
+def test_repro_line_binds_roles_as_the_catalog_does() -> None:
+    members = render._catalog_members()
+    if ("argsort[axis]", "torch.Tensor.argsort") not in members:
+        pytest.skip("the catalog has no torch.Tensor.argsort in argsort[axis]")
+    values = {"x": np.array([3, 1], dtype=np.int32), "axis": -1}
+    line = one_liner("torch", "torch.Tensor.argsort", values, group="argsort[axis]")
+    assert line is not None
+    assert line.call == "torch.Tensor.argsort(torch.tensor([3, 1], dtype=torch.int32), dim=-1)"
 
 
 # -- safety ---------------------------------------------------------------------------------
@@ -151,25 +746,42 @@ def test_summary_of_an_empty_campaign() -> None:
 
 def test_library_text_cannot_ping_link_or_break_out() -> None:
     doc = fixture_doc()
-    finding = doc["findings"][8]  # the adversarial one
-    body = render.issue_body(finding, doc, markers=signature_marker(finding["signature"]))
+    f = by_callable(doc, "torch.weird")  # the adversarial one
+    body = render.issue_body(f, doc, markers=signature_marker(f.signature))
     prose = outside_code(body)
     assert not MENTION_OR_REFERENCE.search(prose), prose
     assert "<script>" not in prose
     # The spoofed marker inside the library's text is not a marker; ours is the only one.
-    assert re.findall(r"^<!-- xamt-signature: (\S+) -->$", body, re.M) == [finding["signature"]]
+    assert re.findall(r"^<!-- xamt-signature: (\S+) -->$", body, re.M) == [f.signature]
     # The exception text is shown whole, inside a fence longer than its backtick runs.
     assert "RuntimeError: bad ``` fence ```` and @octocat, see #1234 and GH-99" in body
     assert "`````\nRuntimeError" in body
     assert fences_balanced(body)
-    title = render.issue_title(finding, doc["libraries"])
+    title = render.issue_title(f, doc.libraries)
     assert not MENTION_OR_REFERENCE.search(title), title
     for comment in (
-        render.recurrence_comment(finding, doc, occurrences=2),
-        render.regression_comment(finding, doc, occurrences=2),
+        render.recurrence_comment(f, doc, occurrences=2),
+        render.regression_comment(f, doc, occurrences=2),
     ):
         assert not MENTION_OR_REFERENCE.search(outside_code(comment))
         assert fences_balanced(comment)
+    html = render.report_html(doc, FAMILIES)
+    assert "<script>" not in html
+
+
+def test_links_are_only_plain_https() -> None:
+    doc = fixture_doc()
+    bad = by_callable(doc, "torch.max").replace(
+        known_difference=KnownRef(
+            id="x", policy="p", reason="r", link="javascript:alert(1)//https://x"
+        )
+    )
+    md = render.summary_markdown(
+        Document(xamt_version="0", libraries={}, campaign={}, findings=(bad,)), FAMILIES
+    )
+    assert "javascript" not in md and "(documentation)" not in md
+    assert render._safe_url("https://a.org/x?y=1#z") == "https://a.org/x?y=1#z"
+    assert render._safe_url("https://a.org/x) [y](https://b") == ""
 
 
 def test_neutralize_and_fences() -> None:
@@ -183,48 +795,45 @@ def test_neutralize_and_fences() -> None:
     assert str(render.inline_code("`x`")) == "`` `x` ``"
 
 
-def test_repro_slot_renders_only_with_a_repro_field() -> None:
+def test_scripts_show_the_blamed_library_and_the_cross_library_one() -> None:
     doc = fixture_doc()
-    with_repro = render.issue_body(doc["findings"][8], doc)
-    without = render.issue_body(doc["findings"][0], doc)
-    assert "### Reproduce" in with_repro and "<summary>torch</summary>" in with_repro
-    assert "`repro/a11ce0ffee000001/repro_xamt.py` in the campaign's output folder" in with_repro
-    assert "### Reproduce" not in without
-    one_script = {**doc["findings"][0], "repro": "import numpy\nprint(1)\n"}
-    assert "### Reproduce" in render.issue_body(one_script, doc)
+    weird = render.issue_body(by_callable(doc, "torch.weird"), doc)
+    assert "<summary>Full script: torch</summary>" in weird
+    sig = by_callable(doc, "torch.weird").signature
+    assert f"Cross-library script: `repro/{sig}/repro_xamt.py` in the campaign's output" in weird
+    without = render.issue_body(by_callable(doc, "jax.tri"), doc)
+    assert "Full script" not in without and "Cross-library script" not in without
 
 
 def test_repro_paths_are_read_only_inside_the_campaign_folder(tmp_path: Path) -> None:
     (tmp_path / "out" / "repro").mkdir(parents=True)
     (tmp_path / "out" / "repro" / "r.py").write_text("print('here')\n")
     (tmp_path / "secret.txt").write_text("token=abc\n")
-    doc = {
-        **fixture_doc(),
-        "findings": [
-            {
-                **fixture_doc()["findings"][0],
-                "repro": {"numpy": "repro/r.py", "jax": "../secret.txt", "torch": "/etc/hostname"},
-            }
-        ],
-    }
-    loaded = render.with_repro_scripts(doc, tmp_path / "out")["findings"][0]["repro"]
-    assert loaded == {"numpy": "print('here')\n", "jax": "../secret.txt", "torch": "/etc/hostname"}
-    body = render.issue_body({**doc["findings"][0], "repro": loaded}, doc)
+    f = by_callable(fixture_doc(), "jax.tri").replace(
+        repro={"jax": "repro/r.py", "xamt": "../secret.txt", "numpy": "/etc/hostname"}
+    )
+    doc = Document(xamt_version="0", libraries=dict(LIBS), campaign={}, findings=(f,))
+    loaded = render.with_repro_scripts(doc, tmp_path / "out").findings[0].repro
+    assert loaded == {"jax": "print('here')\n", "xamt": "../secret.txt", "numpy": "/etc/hostname"}
+    body = render.issue_body(render.with_repro_scripts(doc, tmp_path / "out").findings[0], doc)
     assert "print('here')" in body and "token=abc" not in body
 
 
 def test_long_bodies_are_cut_to_githubs_limit_keeping_markers() -> None:
     doc = fixture_doc()
-    finding = json.loads(json.dumps(doc["findings"][2]))
-    libs = [f"lib{i}" for i in range(12)]  # libraries to come: nothing assumes seven
-    finding["apis"] = {lib: f"{lib}.add" for lib in libs}
-    finding["outputs"] = {
-        lib: {"api": f"{lib}.add", "status": "error", "result": ("x" * 90 + "\n") * 3000}
-        for lib in libs
-    }
-    finding["repro"] = {lib: "print('y')\n" * 20000 for lib in libs}
-    markers = signature_marker(finding["signature"]) + "\n" + IssueState().marker()
-    body = render.issue_body(finding, doc, markers=markers)
+    f = by_callable(doc, "jax.add")
+    libs = [f"lib{i}" for i in range(24)]  # libraries to come: nothing assumes seven
+    f = f.replace(
+        library="lib0",
+        apis={lib: f"{lib}.add" for lib in libs},
+        outputs={
+            lib: {"api": f"{lib}.add", "status": "error", "result": ("x" * 90 + "\n") * 3000}
+            for lib in libs
+        },
+        repro={lib: "print('y')\n" * 20000 for lib in [*libs, "xamt"]},
+    )
+    markers = signature_marker(f.signature) + "\n" + IssueState().marker()
+    body = render.issue_body(f, doc, markers=markers)
     assert len(body) <= render.GITHUB_BODY_LIMIT
     assert body.rstrip("\n").endswith(markers)
     assert "truncated" in body
@@ -258,7 +867,7 @@ def test_inputs_are_decoded_and_compact() -> None:
     text = render.compact_value("x", to_jsonable(big))
     assert text.startswith("x: float32[10, 100]\n") and "..." in text and len(text) < 1000
     doc = fixture_doc()
-    shown = render.finding_view(doc["findings"][8], doc["libraries"])["inputs_text"]
+    shown = render.finding_view(by_callable(doc, "torch.weird"), doc.libraries)["inputs_text"]
     assert "x: bfloat16[2, 3]" in shown and "-0." in shown and "nan" in shown
     assert "x2: complex64[2]" in shown
     assert "e: int16[0, 3]" in shown
@@ -269,22 +878,20 @@ def test_inputs_are_decoded_and_compact() -> None:
     )
 
 
-def test_phrases_say_what_differs() -> None:
+def test_phrases_and_headlines_say_what_differs() -> None:
     doc = fixture_doc()
-    phrases = [render.phrase(f) for f in doc["findings"]]
-    assert phrases[0] == "jax crashes (SIGABRT)"
-    assert phrases[2] == "jax raises TypeError where numpy and torch return"
-    assert phrases[4] == "numpy returns float64 where torch and jax give float32"
-
-
-def test_heatmap_counts_findings_by_family_and_odd_library() -> None:
-    doc = fixture_doc()
-    h = render.heatmap(doc["findings"], FAMILIES, list(doc["libraries"]))
-    cells = {(c["x"], c["y"]): c["count"] for c in h["cells"]}
-    assert sum(cells.values()) == sum(len(f["odd"]) for f in doc["findings"])
-    assert [r["label"] for r in h["rows"]][:8] == list(xamt.catalog.model.FAMILIES)
-    assert "unknown" in [r["label"] for r in h["rows"]]  # weird#12 is in no catalog
-    assert [c["label"] for c in h["cols"]] == ["numpy", "torch", "jax"]
+    phrases = {f.callable: render.phrase(f) for f in doc.findings}
+    assert phrases["jax.tri"] == "jax crashes (SIGABRT)"
+    assert phrases["jax.add"] == "jax raises TypeError where numpy and torch return"
+    assert phrases["torch.argsort"] == "torch returns shape [] where numpy give [1]"
+    assert phrases["jax.acosh"] == "jax returns float16 where numpy and torch give float32"
+    assert phrases["paddle.sinc"] == "paddle differs from numpy and torch in the NaN positions"
+    titles = {f.callable: render.headline(f) for f in doc.findings}
+    assert titles["jax.tri"] == "jax.tri crashes (SIGABRT) on ordinary input"
+    assert titles["jax.add"] == (
+        "jax.add raises TypeError on ordinary bool input where others return"
+    )
+    assert titles["jax.entr"] == "jax.entr: signed-zero disagreement on float16 input with neg-zero"
 
 
 def test_group_families_come_from_the_catalog() -> None:
@@ -293,18 +900,20 @@ def test_group_families_come_from_the_catalog() -> None:
 
 
 def test_load_findings_errors(tmp_path: Path) -> None:
-    with pytest.raises(render.FindingsError, match="no such file") as info:
+    with pytest.raises(FindingsError, match="no such findings file") as info:
         render.load_findings(tmp_path / "nope.json")
     assert info.value.exit_code == 17
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(render.FindingsError, match="not a readable"):
+    with pytest.raises(FindingsError, match="not a readable"):
         render.load_findings(bad)
-    bad.write_text(json.dumps({"schema": 2, "findings": []}))
-    with pytest.raises(render.FindingsError, match="schema 1"):
+    bad.write_text(json.dumps({"schema": 1, "findings": []}))
+    with pytest.raises(FindingsError, match="schema 1"):
         render.load_findings(bad)
-    bad.write_text(json.dumps({"schema": 1, "findings": [{"kind": "value"}]}))
-    with pytest.raises(render.FindingsError, match="lacks signature"):
+    data = json.loads((GOLDEN / "findings.json").read_text())
+    data["findings"][0]["outputs"] = "oops"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(FindingsError, match=r"findings\[0\]: field 'outputs' must be"):
         render.load_findings(bad)
 
 
@@ -320,7 +929,7 @@ def report_app() -> typer.Typer:
 
 def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:
     findings = tmp_path / "findings.json"
-    findings.write_text(json.dumps(fixture_doc()))
+    shutil.copy(GOLDEN / "findings.json", findings)
     summary = tmp_path / "step-summary.md"
     summary.write_text("earlier step\n")
     result = CliRunner().invoke(
@@ -329,13 +938,44 @@ def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:
         env={"GITHUB_STEP_SUMMARY": str(summary)},
     )
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 2
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert html.count("<svg") == 1 and html.count("<details>") >= 11
     md = (tmp_path / "out" / "summary.md").read_text()
     assert summary.read_text() == "earlier step\n" + md
+    assert "### Suspected bugs" in md and "### Support matrix" in md
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        ("missing", "no such findings file"),
+        ("schema-1", "schema 1"),
+        ("outputs-a-string", "field 'outputs' must be an object"),
+        ("severity-unknown", "field 'severity' is 'urgent'"),
+    ],
+)
+def test_report_command_refuses_unreadable_findings(
+    tmp_path: Path, problem: str, message: str
+) -> None:
+    findings = tmp_path / "findings.json"
+    data = json.loads((GOLDEN / "findings.json").read_text())
+    if problem == "schema-1":
+        data = {"schema": 1, "findings": [{"signature": "a", "odd": ["torch"]}]}
+    elif problem == "outputs-a-string":
+        data["findings"][2]["outputs"] = "oops"
+    elif problem == "severity-unknown":
+        data["findings"][0]["severity"] = "urgent"
+    if problem != "missing":
+        findings.write_text(json.dumps(data))
     result = CliRunner().invoke(
-        report_app(), ["report", str(tmp_path / "missing.json")], env={"GITHUB_STEP_SUMMARY": ""}
+        report_app(),
+        ["report", str(findings), "--out", str(tmp_path / "out")],
+        env={"GITHUB_STEP_SUMMARY": ""},
     )
-    assert result.exit_code == 17 and "no such file" in result.output
+    assert result.exit_code == 17, result.output
+    assert message in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
 
 
 # -- the HTML report in a real browser ------------------------------------------------------
@@ -397,7 +1037,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
         kept = Path(os.environ["XAMT_SCREENSHOT_DIR"])
         kept.mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, kept / "report.png")
-    # The DOM after the browser parsed it: the heatmap's cells and their numbers are there.
+    # The DOM after the browser parsed it: the heatmap's cells are there.
     dom = subprocess.run(
         [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
         capture_output=True,
@@ -408,7 +1048,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.returncode == 0, dom.stderr[-2000:]
     parsed = _Counter()
     parsed.feed(dom.stdout)
-    h = render.heatmap(doc["findings"], FAMILIES, list(doc["libraries"]))
-    assert parsed.tags.get("svg") == 2
+    h = render.support_heatmap(doc.support, FAMILIES, list(doc.libraries))
+    assert parsed.tags.get("svg") == 1
     assert parsed.tags.get("rect", 0) >= len(h["cells"])
-    assert "Findings by group family and odd library" in " ".join(parsed.texts)
+    assert "Support matrix: share of dtypes refused" in " ".join(parsed.texts)

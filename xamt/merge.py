@@ -1,43 +1,60 @@
 """Merge the output folders of sharded campaigns into one: one store, one findings.json.
 
 A campaign sharded over a CI matrix (``xamt fuzz --shard i/n``) leaves one output folder per
-shard, each with ``xamt.sqlite``, ``findings.json`` and ``repro/``. :func:`merge` turns them
-into one output folder, deduplicated by signature, that the report and the filer read as if one
-campaign had run:
+shard, each with ``xamt.sqlite``, ``findings.json`` (schema 2) and ``repro/``. :func:`merge`
+turns them into one output folder, deduplicated by signature (one root cause in one library),
+that the report and the filer read as if one campaign had run:
 
-- ``xamt.sqlite``: every campaign of every input, with its cases and candidates (new campaign
-  ids, as ids are per store), and one finding per signature: occurrences summed, the earliest
-  ``first_seen``, the latest ``last_seen``, the campaigns united, and the payload of the input
-  that saw it last (the newest, as :meth:`xamt.store.Store.upsert_finding` keeps it).
-- ``findings.json`` (schema 1): every finding of the merged store; ``libraries`` is the union
-  of the inputs' (a library seen at different versions lists them, comma-separated, in input
-  order); ``campaign`` aggregates the inputs' campaign blocks (see :func:`campaign_info`).
-- ``repro/<signature>/``: each finding's repro scripts, from the input its payload came from.
+- ``findings.json`` (schema 2, written by :func:`xamt.fuzz.output.write_findings`): one
+  finding per signature, its ``occurrences`` summed over the inputs, the earliest
+  ``first_seen``, the latest ``last_seen``, and the rest of the record (case, outputs,
+  verifications, ...) from the input that saw it last; ``support`` is the union of the inputs'
+  support matrices (:func:`xamt.findings.merge_support`: a dtype that worked once is "ok");
+  ``libraries`` the union of the inputs' (a library seen at different versions lists them,
+  comma-separated, in input order); ``campaign`` aggregates the inputs' campaign blocks (see
+  :func:`campaign_info`).
+- ``xamt.sqlite``: one finished campaign per input (its campaign block as config, its support
+  matrix as state), and each finding recorded under every input that saw it, with the
+  occurrences that input counted and its dates (:meth:`xamt.store.Store.import_finding`).
+- ``repro/<signature>/``: each finding's repro files, from the input its record came from.
+
+Each input is read from its store (the findings as the store holds them, with any later
+verification), or, for a folder without a store, from its findings.json.
 
 Note:
-    Merging the same campaign twice would count its findings twice, so an input whose campaign
-    (same name, start time and config) is already among the earlier inputs is refused, as is the
-    same folder named twice. The output is written aside and moved into place last: a failed
-    merge leaves no store that looks complete. An output folder that already holds a store or a
-    findings.json is refused rather than overwritten.
+    What the merged store keeps: findings (with their dates) and support, which is what
+    verification (``xamt repro --all``), the report and the filer read. Cases and candidates
+    of the inputs are not copied.
+
+    Safety. A signature names a folder of the output (``repro/<signature>``), so every
+    signature read must be 16 lowercase hexadecimal digits, and every path built from one must
+    resolve inside its folder; anything else is refused before anything is written. Only
+    regular files are copied from a repro folder (no symbolic links). Merging the same
+    campaign twice would count its findings twice, so an input whose campaign block is already
+    among the earlier inputs' (a merged folder lists the blocks it merged) is refused, as is
+    the same folder named twice. The store is written aside and moved into place last: a
+    failed merge leaves no store that looks complete. An output folder that already holds a
+    store or a findings.json is refused rather than overwritten.
 
 Errors (exit codes as in the README): an input that does not exist or is not a folder, the same
 input twice, a campaign merged twice: :class:`~xamt.errors.UsageError` (2); a folder that is not
-an xamt output (no ``xamt.sqlite`` or no readable schema-1 ``findings.json``):
-:class:`NotAnOutputFolder` (10, the code of a store that is not an xamt store); a corrupted or
-foreign store: :class:`~xamt.store.StoreError` (10); an output folder that cannot be written
-or already holds an output: :class:`~xamt.errors.OutputError` (11).
+an xamt output (neither ``xamt.sqlite`` nor ``findings.json``, or a store without its
+findings.json): :class:`NotAnOutputFolder` (10); a corrupted, foreign or older store, or one
+holding a malformed signature: :class:`~xamt.store.StoreError` (10); a findings.json of schema
+1, with a field of the wrong type or a malformed signature: :class:`~xamt.findings.
+FindingsError` (17); an output folder that cannot be written or already holds an output:
+:class:`~xamt.errors.OutputError` (11).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import closing, suppress
-from dataclasses import dataclass
+from collections.abc import Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -45,35 +62,14 @@ import typer
 
 from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
-from xamt.fuzz.output import SCHEMA, finding_entry, writable_folder, write_findings
-from xamt.store import FindingRow, Store, StoreError
+from xamt.findings import Document, Finding, FindingsError, load_document, merge_support, to_json
+from xamt.fuzz.output import writable_folder, write_findings
+from xamt.store import Store, StoreError
 
 STORE_NAME = "xamt.sqlite"
 FINDINGS_NAME = "findings.json"
 REPRO_NAME = "repro"
-CAMPAIGN_COLUMNS = (
-    "name",
-    "config",
-    "state",
-    "next_seq",
-    "batches",
-    "started",
-    "updated",
-    "finished",
-    "summary",
-)
-CASE_COLUMNS = ("seq", "grp", "dtype", "value_class", "score", "kinds")
-CANDIDATE_COLUMNS = (
-    "seq",
-    "signature",
-    "kind",
-    "grp",
-    "dtype",
-    "payload",
-    "status",
-    "reproduced",
-    "runs",
-)
+SIGNATURE = re.compile(r"[0-9a-f]{16}")
 
 
 class NotAnOutputFolder(XamtError):
@@ -86,7 +82,8 @@ class NotAnOutputFolder(XamtError):
 class MergeSummary:
     """What :func:`merge` wrote.
 
-    ``findings`` counts distinct signatures; ``shared`` those seen in more than one input;
+    ``campaigns`` counts the campaigns merged (a merged input counts the campaigns it merged);
+    ``findings`` distinct signatures; ``shared`` those seen in more than one input;
     ``occurrences`` the occurrences of all findings, summed over the inputs.
     """
 
@@ -101,86 +98,103 @@ class MergeSummary:
     findings_path: Path
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class _Input:
-    """One input folder, checked: its path, findings.json and the findings of its store."""
+    """One input folder, read and checked: its findings.json and its findings (from its store,
+    or from the findings.json of a folder without a store)."""
 
     path: Path
-    document: dict[str, Any]
-    findings: list[FindingRow]
+    document: Document
+    findings: tuple[Finding, ...]
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        """The campaign blocks this input stands for (a merged folder: those it merged)."""
+        return campaign_blocks(self.document.campaign)
 
 
 @dataclass(kw_only=True)
 class _Merged:
     """A finding being merged across inputs."""
 
-    row: FindingRow
-    source: Path
-    occurrences: int
-    first_seen: str
-    campaigns: set[int]
-    inputs: int = 1
+    finding: Finding  # the record of the input that saw it last
+    source: int  # that input's index
+    occurrences: int = 0
+    first_seen: str = ""
+    last_seen: str = ""
+    counts: dict[int, int] = field(default_factory=dict)  # input index -> occurrences
+
+    def result(self) -> Finding:
+        return self.finding.replace(
+            occurrences=self.occurrences, first_seen=self.first_seen, last_seen=self.last_seen
+        )
 
 
 # -- reading inputs ---------------------------------------------------------------------------
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection to a store (already checked by opening it with :class:`Store`) that can
-    only read.
-
-    Note:
-        Not SQLite's ``mode=ro``: a read-only connection to a WAL database leaves ``-wal`` and
-        ``-shm`` files behind in the input folder; an ordinary connection, like the store's own,
-        removes them when it closes.
-    """
-    try:
-        conn = sqlite3.connect(path, timeout=30.0)
-        conn.execute("PRAGMA query_only = ON")
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the store ({exc})") from exc
-    return conn
+def check_signature(signature: str, where: str, error: type[XamtError]) -> str:
+    """``signature`` if it is 16 lowercase hexadecimal digits, else ``error`` naming ``where``."""
+    if not SIGNATURE.fullmatch(signature):
+        raise error(
+            f"{where}: finding signature {signature!r} is not 16 hexadecimal digits; nothing "
+            "was merged (a signature names a folder of the output, so a malformed one is "
+            "refused): leave this folder out, or re-run its campaign"
+        )
+    return signature
 
 
-def _check_input(folder: Path) -> _Input:
+def inside(base: Path, *parts: str) -> Path:
+    """``base / parts``, checked to resolve inside ``base`` (symbolic links followed);
+    :class:`~xamt.errors.OutputError` if it does not."""
+    path = base.joinpath(*parts)
+    if not path.resolve().is_relative_to(base.resolve()):
+        raise OutputError(f"{path}: leads outside {base}; refusing to read or write it")
+    return path
+
+
+def _read_input(folder: Path) -> _Input:
     if not folder.exists():
         raise UsageError(f"{folder}: no such folder; name the output folders of the shards")
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder; name the output folders of the shards")
     store_path = folder / STORE_NAME
     findings_path = folder / FINDINGS_NAME
-    if not store_path.is_file():
+    has_store, has_findings = store_path.is_file(), findings_path.is_file()
+    if not has_store and not has_findings:
         raise NotAnOutputFolder(
-            f"{folder}: not an xamt output folder (no {STORE_NAME}); name the folder that "
-            "`xamt fuzz --out` wrote"
+            f"{folder}: not an xamt output folder (neither {STORE_NAME} nor {FINDINGS_NAME}); "
+            "name the folder that `xamt fuzz --out` wrote"
         )
-    try:
-        document = json.loads(findings_path.read_text())
-    except FileNotFoundError:
+    if has_store and not has_findings:
         raise NotAnOutputFolder(
             f"{folder}: no {FINDINGS_NAME} (the campaign did not finish writing); run "
             f"`xamt fuzz --resume --out {folder}` to finish it, or leave the folder out"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise NotAnOutputFolder(f"{findings_path}: not readable JSON ({exc})") from None
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        found = document.get("schema") if isinstance(document, dict) else None
-        raise NotAnOutputFolder(
-            f"{findings_path}: findings.json schema {found!r}; this xamt merges schema {SCHEMA}"
         )
-    with Store(store_path) as store:  # checks it is an xamt store of a schema we read
-        findings = store.findings()
+    document = load_document(findings_path)  # schema 1 and wrong types: FindingsError (17)
+    listed = {f.signature: f for f in document.findings}
+    for sig in listed:
+        check_signature(sig, str(findings_path), FindingsError)
+    if not has_store:
+        return _Input(path=folder, document=document, findings=document.findings)
+    with Store(store_path) as store:  # checks it is an xamt store of the schema we read
+        rows = store.findings()
+        for row in rows:
+            check_signature(row.signature, str(store_path), StoreError)
+        # StoreError for a payload this xamt did not write
+        findings = tuple(row.finding for row in rows)
     return _Input(path=folder, document=document, findings=findings)
 
 
-def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
-    try:
-        yield from conn.execute(sql, params)
-    except sqlite3.Error as exc:
-        raise StoreError(f"could not read a store to merge ({exc})") from exc
-
-
 # -- the merged findings.json -------------------------------------------------------------------
+
+
+def campaign_blocks(block: dict[str, Any]) -> list[dict[str, Any]]:
+    """The campaign blocks a findings.json stands for: those it merged, or its own."""
+    merged = block.get("merged")
+    if isinstance(merged, list) and all(isinstance(b, dict) for b in merged):
+        return list(merged)
+    return [block] if block else []
 
 
 def _common(values: Sequence[Any]) -> Any:
@@ -191,6 +205,10 @@ def _common(values: Sequence[Any]) -> Any:
     return ", ".join(str(v) for v in distinct)
 
 
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
 def campaign_info(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The ``campaign`` block of a merged findings.json, from the inputs' blocks.
 
@@ -199,7 +217,7 @@ def campaign_info(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ``cases`` and ``seconds`` are sums (``seconds`` is the time spent by all shards together;
     ``wall_seconds`` the longest shard's); ``merged`` holds the inputs' own blocks.
     """
-    seconds = [float(b.get("seconds", 0.0)) for b in blocks]
+    seconds = [_number(b.get("seconds")) for b in blocks]
     return {
         "name": "merge",
         "seed": _common([b.get("seed") for b in blocks]) if blocks else None,
@@ -211,7 +229,7 @@ def campaign_info(blocks: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 key=_shard_order,
             )
         ),
-        "cases": sum(int(b.get("cases", 0)) for b in blocks),
+        "cases": int(sum(_number(b.get("cases")) for b in blocks)),
         "seconds": round(sum(seconds), 1),
         "wall_seconds": round(max(seconds, default=0.0), 1),
         "merged": list(blocks),
@@ -226,14 +244,15 @@ def _shard_order(text: str) -> tuple[int, int, str]:
         return (1 << 30, 0, text)
 
 
-def libraries_union(documents: Sequence[dict[str, Any]]) -> dict[str, str]:
+def libraries_union(documents: Sequence[Document]) -> dict[str, str]:
     """Every library of the inputs with its version (distinct versions joined with ", ")."""
     seen: dict[str, list[str]] = {}
     for doc in documents:
-        for lib, version in dict(doc.get("libraries") or {}).items():
-            versions = seen.setdefault(str(lib), [])
-            if str(version) not in versions:
-                versions.append(str(version))
+        for lib, version in doc.libraries.items():
+            versions = seen.setdefault(lib, [])
+            for v in version.split(", "):
+                if v not in versions:
+                    versions.append(v)
     return {lib: ", ".join(versions) for lib, versions in seen.items()}
 
 
@@ -249,15 +268,46 @@ def _check_output(out: Path, inputs: Sequence[Path]) -> None:
             raise OutputError(
                 f"{out}: already holds an xamt output ({name}); name a new or empty folder"
             )
-    writable_folder(out)
+
+
+def _check_campaigns(checked: Sequence[_Input]) -> None:
+    """Refuse a campaign block met twice: its findings would be counted twice."""
+    seen: dict[str, Path] = {}
+    for item in checked:
+        for block in item.blocks:
+            identity = json.dumps(block, sort_keys=True)
+            if identity in seen:
+                raise UsageError(
+                    f"{item.path}: campaign {block.get('name', '?')!r} (shard "
+                    f"{block.get('shard', '-')}, seed {block.get('seed', '?')}) is also in "
+                    f"{seen[identity]}; merging it twice would count its findings twice: leave "
+                    "one of the two folders out"
+                )
+            seen[identity] = item.path
+
+
+def _merge_findings(checked: Sequence[_Input]) -> dict[str, _Merged]:
+    merged: dict[str, _Merged] = {}
+    for index, item in enumerate(checked):
+        for f in item.findings:
+            m = merged.get(f.signature)
+            if m is None:
+                m = merged[f.signature] = _Merged(
+                    finding=f, source=index, first_seen=f.first_seen, last_seen=f.last_seen
+                )
+            elif f.last_seen >= m.last_seen:  # the newest record wins, as in the store
+                m.finding, m.source = f, index
+            m.occurrences += f.occurrences
+            m.counts[index] = m.counts.get(index, 0) + f.occurrences
+            m.first_seen = min(filter(None, (m.first_seen, f.first_seen)), default="")
+            m.last_seen = max(m.last_seen, f.last_seen)
+    return merged
 
 
 def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
-    """Merge the output folders ``inputs`` (of ``xamt fuzz``) into the folder ``out``.
-
-    One finding per signature; see the module docstring for how fields combine and for the
-    errors raised.
-    """
+    """Merge the output folders ``inputs`` (of ``xamt fuzz`` or ``xamt merge``) into the folder
+    ``out``: one finding per signature. See the module docstring for how fields combine and for
+    the errors raised; every input is read and checked before anything is written."""
     if not inputs:
         raise UsageError("name at least one output folder to merge")
     paths = [Path(p) for p in inputs]
@@ -267,39 +317,44 @@ def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
         if key in seen:
             raise UsageError(f"{p}: named twice (also as {seen[key]}); name each folder once")
         seen[key] = p
-    checked = [_check_input(p) for p in paths]
+    checked = [_read_input(p) for p in paths]
+    _check_campaigns(checked)
     _check_output(out, paths)
+    merged = _merge_findings(checked)
+    sources = {sig: _repro_source(sig, m, checked) for sig, m in sorted(merged.items())}
+    writable_folder(out)
 
+    support: dict[str, dict[str, dict[str, str]]] = {}
+    for item in checked:
+        merge_support(support, item.document.support)
+    blocks = [block for item in checked for block in item.blocks]
+    document = Document(
+        xamt_version=__version__,
+        libraries=libraries_union([item.document for item in checked]),
+        campaign=campaign_info(blocks),
+        findings=tuple(m.result() for _, m in sorted(merged.items())),
+        support=support,
+    )
     partial = out / f".{STORE_NAME}.partial"
     _remove_store(partial)
-    documents = [i.document for i in checked]
     try:
-        Store(partial).close()  # the schema, exactly as xamt makes it
-        campaigns, cases, merged = _copy_into(partial, checked)
-        entries = [_entry(sig, m) for sig, m in sorted(merged.items())]
-        _copy_repro(merged, out)
+        _write_store(partial, checked, merged)
+        for sig, source in sources.items():
+            if source is not None:
+                _copy_repro(source, inside(out, REPRO_NAME, sig))
+        os.replace(partial, out / STORE_NAME)
     except BaseException:
         _remove_store(partial)
         raise
-    entries.sort(key=lambda e: (e["kind"], e["group"], e["signature"]))
-    libraries = libraries_union(documents)
-    document = {
-        "schema": SCHEMA,
-        "xamt_version": __version__,
-        "libraries": libraries,
-        "campaign": campaign_info([dict(d.get("campaign") or {}) for d in documents]),
-        "findings": entries,
-    }
-    os.replace(partial, out / STORE_NAME)
     write_findings(out / FINDINGS_NAME, document)
     return MergeSummary(
         inputs=len(checked),
-        campaigns=campaigns,
-        cases=cases,
+        campaigns=sum(max(len(item.blocks), 1) for item in checked),
+        cases=int(document.campaign["cases"]),
         findings=len(merged),
-        shared=sum(1 for m in merged.values() if m.inputs > 1),
+        shared=sum(1 for m in merged.values() if len(m.counts) > 1),
         occurrences=sum(m.occurrences for m in merged.values()),
-        libraries=libraries,
+        libraries=document.libraries,
         store=out / STORE_NAME,
         findings_path=out / FINDINGS_NAME,
     )
@@ -311,144 +366,63 @@ def _remove_store(path: Path) -> None:
             Path(f"{path}{suffix}").unlink()
 
 
-def _entry(signature: str, m: _Merged) -> dict[str, Any]:
-    """The findings.json entry of a merged finding (its payload must be xamt's own)."""
-    try:
-        return finding_entry(signature, m.row.payload, m.occurrences)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise NotAnOutputFolder(
-            f"{m.source / STORE_NAME}: finding {signature} is not one this xamt wrote "
-            f"(its payload lacks {exc}); merge outputs of the same xamt version"
-        ) from None
-
-
-def _copy_into(target: Path, inputs: Sequence[_Input]) -> tuple[int, int, dict[str, _Merged]]:
-    """Copy every input's campaigns, cases and candidates into ``target`` and merge their
-    findings; one transaction. Returns (campaigns, cases, merged findings by signature)."""
-    merged: dict[str, _Merged] = {}
-    identities: dict[tuple[Any, ...], Path] = {}
-    n_campaigns = n_cases = 0
-    with closing(sqlite3.connect(target, isolation_level=None)) as dst:
-        dst.execute("PRAGMA foreign_keys = ON")
-        dst.execute("BEGIN IMMEDIATE")
-        try:
-            for item in inputs:
-                ids: dict[int, int] = {}
-                with closing(_read_only(item.path / STORE_NAME)) as src:
-                    cols = ", ".join(CAMPAIGN_COLUMNS)
-                    for row in list(_rows(src, f"SELECT id, {cols} FROM campaigns ORDER BY id")):
-                        old, values = row[0], tuple(row[1:])
-                        identity = (values[0], values[5], values[1])  # name, started, config
-                        if identity in identities:
-                            raise UsageError(
-                                f"{item.path}: campaign {values[0]!r} started {values[5]} is "
-                                f"also in {identities[identity]}; merging it twice would count "
-                                "its findings twice: leave one of the two folders out"
-                            )
-                        identities[identity] = item.path
-                        marks = ", ".join("?" * len(CAMPAIGN_COLUMNS))
-                        cur = dst.execute(
-                            f"INSERT INTO campaigns ({cols}) VALUES ({marks})", values
-                        )
-                        assert cur.lastrowid is not None
-                        ids[old] = cur.lastrowid
-                    n_campaigns += len(ids)
-                    for old, new in ids.items():
-                        n_cases += _copy_rows(src, dst, "cases", CASE_COLUMNS, old, new)
-                        _copy_rows(src, dst, "candidates", CANDIDATE_COLUMNS, old, new)
-                for row in item.findings:
-                    _add_finding(merged, row, item.path, ids)
-            for sig, m in merged.items():
-                dst.execute(
-                    "INSERT INTO findings (signature, kind, grp, dtype, payload, occurrences, "
-                    "first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        sig,
-                        m.row.kind,
-                        m.row.group,
-                        m.row.dtype,
-                        json.dumps(m.row.payload, separators=(",", ":")),
-                        m.occurrences,
-                        m.first_seen,
-                        m.row.last_seen,
-                    ),
+def _write_store(target: Path, checked: Sequence[_Input], merged: dict[str, _Merged]) -> None:
+    """One finished campaign per input in a new store at ``target``, each finding recorded
+    under every input that saw it, with the occurrences and dates that input knew."""
+    with Store(target) as store:
+        for index, item in enumerate(checked):
+            block = item.document.campaign
+            cid = store.start_campaign(
+                name=str(block.get("name") or f"merged-{index}"),
+                config={"merged_from": item.path.name, "campaign": block},
+            )
+            store.commit_batch(
+                cid, cases=[], candidates=[], state={"support": item.document.support}, next_seq=0
+            )
+            for sig in sorted(sig for sig, m in merged.items() if index in m.counts):
+                m = merged[sig]
+                found = m.result()
+                store.import_finding(
+                    signature=sig,
+                    campaign=cid,
+                    payload=to_json(found),
+                    occurrences=m.counts[index],
+                    first_seen=found.first_seen,
+                    last_seen=found.last_seen,
                 )
-                dst.executemany(
-                    "INSERT INTO finding_campaigns (signature, campaign) VALUES (?, ?)",
-                    [(sig, c) for c in sorted(m.campaigns)],
-                )
-            dst.execute("COMMIT")
-        except BaseException as exc:
-            with suppress(sqlite3.Error):
-                dst.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"{target}: could not write the merged store ({exc})") from exc
-            raise
-    return n_campaigns, n_cases, merged
+            store.finish_campaign(cid, summary=block)
 
 
-def _copy_rows(
-    src: sqlite3.Connection,
-    dst: sqlite3.Connection,
-    table: str,
-    columns: Sequence[str],
-    old: int,
-    new: int,
-) -> int:
-    cols = ", ".join(columns)
-    marks = ", ".join("?" * (len(columns) + 1))
-    count = 0
-    batch: list[tuple[Any, ...]] = []
-    for row in _rows(src, f"SELECT {cols} FROM {table} WHERE campaign = ? ORDER BY seq", (old,)):
-        batch.append((new, *row))
-        if len(batch) >= 5000:
-            dst.executemany(f"INSERT INTO {table} (campaign, {cols}) VALUES ({marks})", batch)
-            count += len(batch)
-            batch.clear()
-    if batch:
-        dst.executemany(f"INSERT INTO {table} (campaign, {cols}) VALUES ({marks})", batch)
-        count += len(batch)
-    return count
-
-
-def _add_finding(
-    merged: dict[str, _Merged], row: FindingRow, source: Path, ids: dict[int, int]
-) -> None:
-    campaigns = {ids[c] for c in row.campaigns if c in ids}
-    current = merged.get(row.signature)
-    if current is None:
-        merged[row.signature] = _Merged(
-            row=row,
-            source=source,
-            occurrences=row.occurrences,
-            first_seen=row.first_seen,
-            campaigns=campaigns,
-        )
-        return
-    current.occurrences += row.occurrences
-    current.first_seen = min(current.first_seen, row.first_seen)
-    current.campaigns |= campaigns
-    current.inputs += 1
-    if row.last_seen >= current.row.last_seen:  # the newest payload wins, as in the store
-        current.row = row
-        current.source = source
-
-
-def _copy_repro(merged: dict[str, _Merged], out: Path) -> None:
-    """Copy each finding's ``repro/<signature>/`` from the input its payload came from."""
-    for sig, m in merged.items():
-        source = m.source / REPRO_NAME / sig
-        target = out / REPRO_NAME / sig
-        if not source.is_dir():
-            continue
+def _repro_source(signature: str, m: _Merged, checked: Sequence[_Input]) -> Path | None:
+    """The ``repro/<signature>`` folder to copy: the one of the input the record came from,
+    else of any other input that saw it (checked to stay inside its input folder)."""
+    order = [m.source, *sorted(i for i in m.counts if i != m.source)]
+    for index in order:
+        folder = checked[index].path
         try:
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(source, target)
-        except OSError as exc:
-            raise OutputError(
-                f"cannot copy the repro scripts of {sig} to {target}: {exc.strerror or exc}"
+            source = inside(folder, REPRO_NAME, signature)
+        except OutputError:
+            raise NotAnOutputFolder(
+                f"{folder / REPRO_NAME / signature}: leads outside {folder} (a symbolic "
+                "link); nothing was merged: remove it, or leave the folder out"
             ) from None
+        if source.is_dir():
+            return source
+    return None
+
+
+def _copy_repro(source: Path, target: Path) -> None:
+    """Copy the regular files of ``source`` (not links, not folders) into ``target``."""
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in sorted(source.iterdir()):
+            if entry.is_symlink() or not entry.is_file():
+                continue
+            shutil.copyfile(entry, target / entry.name)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot copy the repro files of {source.name} to {target}: {exc.strerror or exc}"
+        ) from None
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -466,8 +440,9 @@ def merge_command(
 ) -> None:
     """Merge the output folders of sharded campaigns into one, one finding per signature.
 
-    The merged folder holds xamt.sqlite (every campaign, cases and candidates; findings with
-    occurrences summed), findings.json (schema 1) and repro/, for `xamt report` and `xamt file`.
+    The merged folder holds findings.json (schema 2: one finding per root cause, occurrences
+    summed, support matrices merged), xamt.sqlite and repro/, for `xamt report` and
+    `xamt file`.
     """
     try:
         summary = merge(inputs, out)

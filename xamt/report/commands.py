@@ -2,8 +2,9 @@
 
 Plain functions with Typer options, registered by ``xamt.cli`` (wrapped in its error handler).
 Errors a user can cause are :class:`~xamt.errors.XamtError` subclasses with documented exit
-codes: 2 (bad usage), 11 (output folder), 12 (findings or verification file), 13 (token),
-14 (repository), 15 (permission), 16 (GitHub kept failing).
+codes: 2 (bad usage), 11 (output folder), 13 (token), 14 (repository), 15 (permission),
+16 (GitHub kept failing), 17 (a findings or verification file that cannot be read: missing,
+not JSON, findings.json schema 1, or a field of the wrong type).
 """
 
 from __future__ import annotations
@@ -57,15 +58,17 @@ def report(
         ),
     ] = True,
 ) -> None:
-    """Render a campaign's findings: summary.md (Markdown) and report.html (with pictures).
+    """Render a campaign's findings: summary.md (Markdown) and report.html (with a picture).
 
-    Inside GitHub Actions the summary is also appended to the job's step summary.
+    Both list the suspected bugs by rank (severity, confidence), the documented differences by
+    policy, the splits, the support matrix and the counts by classification and kind. Inside
+    GitHub Actions the summary is also appended to the job's step summary.
     """
     from xamt.report import render
 
     doc = render.with_repro_scripts(render.load_findings(findings), findings.parent)
     families = render.group_families(catalog)
-    summary = render.summary_markdown(doc)
+    summary = render.summary_markdown(doc, families)
     html = render.report_html(doc, families)
     write_atomic(out / "summary.md", summary)
     write_atomic(out / "report.html", html)
@@ -104,7 +107,7 @@ def load_verifications(path: Path) -> dict[str, bool]:
     ``{"signature": "SIG", "reproduced": true}`` or ``{"signature": "SIG", "present": true}``
     (what ``xamt repro --all --json`` prints).
     """
-    from xamt.report.render import FindingsError
+    from xamt.findings import FindingsError
 
     try:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
@@ -155,7 +158,10 @@ def file(
     ] = 3,
     verifications: Annotated[
         Path | None,
-        typer.Option(help="JSON: signature -> reproduced (true/false) for filed findings."),
+        typer.Option(
+            help="JSON: signature -> reproduced (true/false) for filed findings; the findings' "
+            "own recorded verifications are used too."
+        ),
     ] = None,
     out: Annotated[
         Path, typer.Option("--out", help="Folder for filing-plan.json and the bodies.")
@@ -168,10 +174,12 @@ def file(
         float, typer.Option(help="Most seconds to wait for GitHub's rate limits in all.")
     ] = 900.0,
 ) -> None:
-    """File findings as GitHub issues, one per signature, deduplicated.
+    """File the suspected bugs as GitHub issues, one per signature, deduplicated.
 
-    A dry run (the default) writes what it would do into --out and touches nothing. With
-    --post: opens issues for new findings (at most --max-new), comments on open ones seen
+    Only suspected bugs are filed, highest ranked first (severity, confidence); documented
+    differences and splits never are. A dry run (the default) writes what it would do into
+    --out and touches nothing. With --post: opens issues for new findings (at most --max-new),
+    comments on open ones seen
     again, reopens those closed as completed when they come back (label `regression`), never
     reopens what people closed as not planned, and closes issues whose finding missed
     --close-after verifications in a row. Re-running after a failure duplicates nothing.

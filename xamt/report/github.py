@@ -1,17 +1,22 @@
-"""The GitHub filer: one issue per finding, deduplicated by a hidden signature marker.
+"""The GitHub filer: one issue per suspected bug, deduplicated by a hidden signature marker.
 
 :func:`plan` decides, without any I/O, what a run does with each finding and each issue xamt
 filed before; :func:`file_findings` writes that plan (and every body it would post) into a
 folder, and only with ``post=True`` carries it out through PyGithub.
+
+Only suspected bugs are filed (a finding is one root cause in one library: the issue goes to
+the people of that library). Documented differences and splits (no reference, an even split:
+no library to blame) are never filed; the report lists them.
 
 The lifecycle of an issue, for a finding with signature ``SIG``:
 
 ==================================  ==========================================================
 situation                           what the filer does
 ==================================  ==========================================================
-no issue carries SIG                opens one (labels ``xamt`` and ``suspected-bug`` or
-                                    ``documented-difference``); at most ``max_new`` per run,
-                                    the rest wait for the next run ("defer")
+no issue carries SIG                opens one (labels ``xamt`` and ``suspected-bug``),
+                                    highest ranked first (severity, confidence, occurrences);
+                                    at most ``max_new`` per run, the rest wait for the next
+                                    run ("defer")
 open issue, finding seen again      comments with the occurrence count ("recur")
 open issue, a verification missed   counts the miss; after ``close_after`` consecutive misses
                                     closes it as completed with a closing comment ("close")
@@ -20,6 +25,10 @@ closed as completed, seen again     reopens it with the ``regression`` label and
 closed as not planned (or any       never reopened, never commented ("skip")
 other reason), seen again
 ==================================  ==========================================================
+
+Verifications are re-runs of filed findings on newer library versions (``xamt repro --all``):
+they come from each finding's record (its latest entry of ``verifications`` when newer than its
+``last_seen``, with ``consecutive_misses``) or from a mapping the caller passes.
 
 Note:
     Identity. Every issue body ends with ``<!-- xamt-signature: SIG -->`` and a state marker
@@ -63,25 +72,23 @@ import http.client
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from xamt.errors import XamtError
+from xamt.findings import Document, Finding, FindingsError
 from xamt.fuzz.output import write_atomic
 from xamt.report import render
 
 LABEL = "xamt"
 REGRESSION_LABEL = "regression"
-CLASSIFICATION_LABELS = {
-    "suspected-bug": "suspected-bug",
-    "documented-difference": "documented-difference",
-}
+SUSPECTED_LABEL = "suspected-bug"
 LABELS = {
     LABEL: ("5319e7", "Filed by xamt, the cross-framework differential fuzzer"),
-    "suspected-bug": ("d73a4a", "xamt: a discrepancy that matches no documented difference"),
-    "documented-difference": ("c5def5", "xamt: a discrepancy the libraries document"),
+    SUSPECTED_LABEL: ("d73a4a", "xamt: a root cause in one library, no documented difference"),
     REGRESSION_LABEL: ("b60205", "xamt: a finding that came back after it was fixed"),
 }
 DEFAULT_BASE_URL = "https://api.github.com"
@@ -303,16 +310,31 @@ class FilingResult:
 # -- planning (pure) ------------------------------------------------------------------------
 
 
-def run_key(doc: Mapping[str, Any], verifications: Mapping[str, bool] | None = None) -> str:
-    """A stable name for a run over this input: the same findings and verifications give the
-    same key, so a re-run after a kill recognizes its own writes."""
+def run_key(doc: Document, verifications: Mapping[str, bool] | None = None) -> str:
+    """A stable name for a run over this input: the same findings (with their recorded
+    verifications) and verifications give the same key, so a re-run after a kill recognizes
+    its own writes."""
     data = {
-        "campaign": doc.get("campaign"),
-        "libraries": doc.get("libraries"),
-        "signatures": sorted(str(f.get("signature")) for f in doc.get("findings") or []),
+        "campaign": doc.campaign,
+        "libraries": doc.libraries,
+        "signatures": sorted(
+            f"{f.signature}:{len(f.verifications)}:{f.consecutive_misses}" for f in doc.findings
+        ),
         "verifications": sorted((str(k), bool(v)) for k, v in (verifications or {}).items()),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recorded_verification(f: Finding) -> tuple[bool, int] | None:
+    """What a finding's own record says of its latest verification, when that came after its
+    last sighting: ``(present, consecutive misses)``; None when it was seen since (or never
+    verified)."""
+    if not f.verifications:
+        return None
+    last = f.verifications[-1]
+    if f.last_seen and last.at < f.last_seen:
+        return None
+    return last.present, f.consecutive_misses
 
 
 def _primary(issues: Sequence[IssueSnapshot]) -> IssueSnapshot:
@@ -320,32 +342,26 @@ def _primary(issues: Sequence[IssueSnapshot]) -> IssueSnapshot:
     return sorted(issues, key=lambda i: (i.state != "open", i.number))[0]
 
 
-def _new_issue_order(finding: Mapping[str, Any]) -> tuple[int, tuple[int, str], str, str]:
-    documented = finding.get("classification") == "documented-difference"
-    kind = str(finding.get("kind"))
-    return (
-        int(documented),
-        render.kind_order(kind),
-        str(finding["group"]),
-        str(finding["signature"]),
-    )
-
-
 def decide(
     signature: str,
     *,
-    doc: Mapping[str, Any],
-    finding: Mapping[str, Any] | None,
+    doc: Document,
+    finding: Finding | None,
+    sighted: bool,
     verified: bool | None,
     issue: IssueSnapshot | None,
     run: str,
     close_after: int,
+    misses: int | None = None,
 ) -> Action | None:
-    """What to do about one signature (None: nothing). ``finding`` is its findings.json entry
-    when this campaign saw it; ``verified`` the result of re-running it, when there is one."""
-    seen = finding is not None or verified is True
+    """What to do about one signature (None: nothing).
+
+    ``finding`` is its record when the document holds it; ``sighted`` whether the campaign met
+    it (an occurrence); ``verified`` the result of re-running it, when there is one, and
+    ``misses`` the consecutive misses its record counts (None: count them in the issue)."""
+    seen = sighted or verified is True
     if issue is None:
-        if finding is None:
+        if finding is None or not seen:
             if verified is True:
                 return Action(
                     action="skip",
@@ -355,17 +371,15 @@ def decide(
                 )
             return None
         state = IssueState(occurrences=1, misses=0, last_run=run)
-        classification = str(finding.get("classification", "suspected-bug"))
-        labels = (LABEL, CLASSIFICATION_LABELS.get(classification, "suspected-bug"))
         markers = signature_marker(signature) + "\n" + state.marker()
         return Action(
             action="create",
             signature=signature,
-            title=render.issue_title(finding, doc.get("libraries") or {}),
+            title=render.issue_title(finding, doc.libraries),
             body=render.fit_body(
                 render.issue_body(finding, doc), BODY_LIMIT, tail="\n" + markers + "\n"
             ),
-            labels=labels,
+            labels=(LABEL, SUSPECTED_LABEL),
             state=state,
         )
     old = issue.xamt_state
@@ -402,7 +416,7 @@ def decide(
             state=state,
             reopen=True,
         )
-    if finding is not None:
+    if sighted and finding is not None:
         state = IssueState(occurrences=old.occurrences + 1, misses=0, last_run=run)
         comment = render.recurrence_comment(
             finding, doc, occurrences=state.occurrences, marker=run_marker(run, "recurrence")
@@ -421,7 +435,7 @@ def decide(
             state=replace(old, misses=0, last_run=run),
         )
     if verified is False:
-        state = replace(old, misses=old.misses + 1, last_run=run)
+        state = replace(old, misses=old.misses + 1 if misses is None else misses, last_run=run)
         if state.misses >= close_after:
             comment = render.closing_comment(
                 doc, misses=state.misses, marker=run_marker(run, "closing")
@@ -446,7 +460,7 @@ def decide(
 
 
 def plan(
-    findings_doc: Mapping[str, Any],
+    findings_doc: Document,
     existing_issues: Sequence[IssueSnapshot],
     *,
     verifications: Mapping[str, bool] | None = None,
@@ -457,17 +471,21 @@ def plan(
 ) -> FilingPlan:
     """Decide what to do with each finding and each filed issue; no I/O.
 
-    ``existing_issues`` are the repository's issues (those without a signature marker are
-    ignored); ``verifications`` maps signatures of previously filed findings to whether they
-    reproduced when re-run. New issues are opened suspected bugs first, by kind (crash first),
-    at most ``max_new``; the others are deferred to the next run.
+    Only suspected bugs are filed: documented differences and splits never are (a note counts
+    them). ``existing_issues`` are the repository's issues (those without a signature marker
+    are ignored). Verifications come from ``verifications`` (signature -> reproduced, e.g.
+    from ``xamt repro --all --json``) and from each finding's own record (its latest
+    verification, when newer than its last sighting, with its ``consecutive_misses``); the
+    mapping wins where both speak. New issues are opened highest ranked first
+    (:meth:`~xamt.findings.Finding.rank`: severity, confidence, occurrences), at most
+    ``max_new``; the others are deferred to the next run.
     """
     if close_after < 1:
         raise ValueError("close_after must be at least 1")
     if max_new < 0:
         raise ValueError("max_new must not be negative")
-    verifications = dict(verifications or {})
-    run = run or run_key(findings_doc, verifications)
+    given = dict(verifications or {})
+    run = run or run_key(findings_doc, given)
     notes: list[str] = []
     by_signature: dict[str, list[IssueSnapshot]] = {}
     for issue in existing_issues:
@@ -479,24 +497,47 @@ def plan(
             keep = _primary(carriers)
             rest = ", ".join(f"#{i.number}" for i in carriers if i is not keep)
             notes.append(f"{sig}: several issues carry it; using #{keep.number}, not {rest}")
-    findings: dict[str, Mapping[str, Any]] = {}
-    for f in findings_doc.get("findings") or []:
-        sig = str(f.get("signature", ""))
-        if not _SIGNATURE.match(sig):
-            notes.append(f"a finding with an unusable signature {sig[:40]!r} is not filed")
+    findings: dict[str, Finding] = {}
+    sighted: set[str] = set()
+    verified: dict[str, bool] = {}
+    misses: dict[str, int] = {}
+    not_filed: Counter[str] = Counter()
+    for f in findings_doc.ranked():
+        if not f.suspected:
+            not_filed[f.classification] += 1
             continue
-        findings.setdefault(sig, f)
-    creates: list[tuple[Mapping[str, Any], Action]] = []
+        if not _SIGNATURE.match(f.signature):
+            notes.append(f"a finding with an unusable signature {f.signature[:40]!r} is not filed")
+            continue
+        if f.signature in findings:
+            continue
+        findings[f.signature] = f
+        recorded = recorded_verification(f)
+        if recorded is None:
+            sighted.add(f.signature)
+        else:
+            verified[f.signature], misses[f.signature] = recorded
+    if not_filed:
+        notes.append(
+            "not filed (only suspected bugs are): "
+            + ", ".join(f"{n} {c}" for c, n in sorted(not_filed.items()))
+        )
+    for sig, present in given.items():
+        verified[sig] = present
+        misses.pop(sig, None)
+    creates: list[tuple[Finding, Action]] = []
     updates: list[Action] = []
     others: list[Action] = []
-    signatures = list(findings) + sorted((set(verifications) | set(by_signature)) - set(findings))
+    signatures = list(findings) + sorted((set(verified) | set(by_signature)) - set(findings))
     for sig in signatures:
         found = by_signature.get(sig)
         action = decide(
             sig,
             doc=findings_doc,
             finding=findings.get(sig),
-            verified=verifications.get(sig),
+            sighted=sig in sighted,
+            verified=verified.get(sig),
+            misses=misses.get(sig),
             issue=_primary(found) if found else None,
             run=run,
             close_after=close_after,
@@ -509,7 +550,7 @@ def plan(
             updates.append(action)
         else:
             others.append(action)
-    creates.sort(key=lambda fa: _new_issue_order(fa[0]))
+    creates.sort(key=lambda fa: fa[0].rank())
     ordered = [a for _, a in creates[:max_new]]
     deferred = [
         Action(
@@ -633,7 +674,7 @@ def _ledger_snapshots(state_file: Path | None) -> list[IssueSnapshot]:
             for sig, e in entries.items()
         ]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise render.FindingsError(
+        raise FindingsError(
             f"{state_file}: not a readable xamt filing ledger ({exc}); remove it or name another"
         ) from None
 
@@ -1003,7 +1044,7 @@ def _execute(
 
 
 def file_findings(
-    doc: Mapping[str, Any],
+    doc: Document,
     *,
     repo: str,
     token: str | None = None,
@@ -1108,7 +1149,7 @@ def _counts_text(the_plan: FilingPlan) -> str:
 
 def _file_with(
     session: _Session,
-    doc: Mapping[str, Any],
+    doc: Document,
     *,
     post: bool,
     out_dir: Path,

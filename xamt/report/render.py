@@ -1,9 +1,15 @@
-"""Render findings.json with the Jinja templates in ``templates/``.
+"""Render a findings document (schema 2, :mod:`xamt.findings`) with the Jinja templates in
+``templates/``.
 
 Issue titles and bodies, recurrence, regression and closing comments, the campaign summary
-(Markdown, also for ``$GITHUB_STEP_SUMMARY``) and a self-contained HTML report with inline SVG
-pictures (findings by group family x library, findings by kind). Templates are presentational:
-everything they show is prepared here as plain "views" (dicts of strings and numbers).
+(Markdown, also for ``$GITHUB_STEP_SUMMARY``) and a small self-contained HTML report with an
+inline SVG picture of the support matrix. Templates are presentational: everything they show is
+prepared here as plain "views" (dicts of strings and numbers) from the typed records.
+
+What a report shows, in order: the suspected bugs ranked by :meth:`~xamt.findings.Finding.rank`
+(severity, confidence, occurrences), the documented differences grouped by their policy (each
+policy once), the splits (no reference, an even split: no library to blame), the support
+matrix (refusals are not bugs), and counts by classification and kind.
 
 Note:
     Safety of Markdown meant for GitHub. Every ``{{ expression }}`` of a Markdown template passes
@@ -26,21 +32,23 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import numpy as np
 from markupsafe import Markup
 
 import xamt
-from xamt.errors import XamtError
+from xamt.findings import CLASSIFICATIONS, KINDS, Document, Finding, load_document
 from xamt.serialize import from_jsonable
-from xamt.types import DISCREPANCY_KINDS
 from xamt.workers.protocol import BFloat16, DType
 
-FINDINGS_SCHEMA = 1
+if TYPE_CHECKING:
+    from xamt.catalog.model import Member
+
 # GitHub refuses an issue or comment body longer than this (characters).
 GITHUB_BODY_LIMIT = 65536
 # The most characters of one library's text (exception, repr) shown in one code block.
@@ -50,11 +58,12 @@ TEMPLATE_SENTINEL = "issue_body.md.j2"
 # The most characters of one repro script shown in an issue.
 REPRO_LIMIT = 8000
 TITLE_LIMIT = 200
+# The most rows of one table of the summary (the rest are counted).
 SUMMARY_ROWS = 50
-CLASSIFICATIONS = ("suspected-bug", "documented-difference")
-# Library names are not known to be the only columns: unknown ones are appended in order.
-NO_ODD_COLUMN = "(none odd)"
+# A one-line reproduction longer than this is left to the full script.
+REPRO_LINE_LIMIT = 240
 UNKNOWN_FAMILY = "unknown"
+CROSS_SCRIPT = "xamt"  # the key of the cross-library script in a finding's ``repro``
 # Names of the hidden markers the GitHub filer writes; text from libraries never carries them.
 MARKER_NAMES = ("xamt-signature", "xamt-state", "xamt-run")
 
@@ -67,45 +76,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _FENCE_LINE = re.compile(r"^(`{3,})")
 
 
-class FindingsError(XamtError):
-    """A findings file (or a verification file) that cannot be read: missing, not JSON, or not
-    a findings.json of a schema this xamt reads. The message names the file."""
-
-    exit_code = 17
-
-
 # -- loading findings.json ------------------------------------------------------------------
 
 
-def load_findings(path: Path) -> dict[str, Any]:
-    """Read and check a findings.json; every problem is a :class:`FindingsError` naming it."""
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FindingsError(
-            f"{path}: no such file; run `xamt fuzz --out DIR` and name DIR/findings.json"
-        ) from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise FindingsError(f"{path}: not a readable findings.json ({exc})") from None
-    return check_findings(doc, str(path))
-
-
-def check_findings(doc: Any, where: str = "findings") -> dict[str, Any]:
-    """Check the parts of a findings document that reports rely on; return it unchanged."""
-    if not isinstance(doc, dict) or doc.get("schema") != FINDINGS_SCHEMA:
-        raise FindingsError(f"{where}: expected a findings.json of schema {FINDINGS_SCHEMA}")
-    findings = doc.get("findings")
-    if not isinstance(findings, list):
-        raise FindingsError(f"{where}: 'findings' is not a list")
-    if not isinstance(doc.get("libraries", {}), dict):
-        raise FindingsError(f"{where}: 'libraries' is not a mapping of library to version")
-    for i, f in enumerate(findings):
-        if not isinstance(f, dict):
-            raise FindingsError(f"{where}: finding #{i} is not an object")
-        missing = [k for k in ("signature", "kind", "group", "dtype") if not f.get(k)]
-        if missing:
-            raise FindingsError(f"{where}: finding #{i} lacks {', '.join(missing)}")
-    return doc
+def load_findings(path: Path) -> Document:
+    """Read findings.json (schema 2); :class:`~xamt.findings.FindingsError` (exit 17) naming
+    the file for a missing or unreadable file, schema 1, or a field of the wrong type."""
+    return load_document(Path(path))
 
 
 # -- Markdown safety ------------------------------------------------------------------------
@@ -277,14 +254,37 @@ def render(template: str, kind: str = "md", **context: Any) -> str:
     return _environment(kind).get_template(template).render(**context)
 
 
-# -- views ----------------------------------------------------------------------------------
+# -- views of one finding -------------------------------------------------------------------
 
+# What a kind of finding is called in a title.
+KIND_NOUN = {
+    "crash": "crash",
+    "hang": "hang",
+    "resource": "memory cap exceeded",
+    "status": "raise/return disagreement",
+    "shape": "shape disagreement",
+    "dtype": "result dtype disagreement",
+    "nan": "NaN disagreement",
+    "inf": "infinity disagreement",
+    "signed-zero": "signed-zero disagreement",
+    "value": "value disagreement",
+}
 _PHRASE_NOUN = {
     "nan": "NaN positions",
     "inf": "infinities",
     "signed-zero": "signs of zeros",
     "value": "values",
 }
+
+
+def blamed(f: Finding) -> list[str]:
+    """The libraries a finding blames: one, or for a split every side's."""
+    return [lib for lib in f.library.split("+") if lib]
+
+
+def case_libraries(f: Finding) -> list[str]:
+    """Every library of the finding's case, in the order of its APIs, then its outputs."""
+    return list(dict.fromkeys([*f.apis, *f.outputs]))
 
 
 def _shape_text(shape: Any) -> str:
@@ -311,6 +311,18 @@ def short_result(output: Mapping[str, Any]) -> str:
     return clip(first[0], 60) if first else status
 
 
+def result_text(output: Mapping[str, Any], limit: int = INLINE_LIMIT) -> str:
+    """What a library returned or raised, on one line: ``float32[1] [1.0]``,
+    ``TypeError: ...``, ``SIGSEGV``."""
+    status = str(output.get("status", "missing"))
+    if status == "crash":
+        return str(output.get("signal") or "crashed")
+    if status in ("hang", "resource"):
+        return short_result(output)
+    lines = [ln for ln in str(output.get("result", "")).splitlines() if ln.strip()]
+    return clip(" ".join(lines[0].split()), limit) if lines else status
+
+
 def _names(libs: Iterable[str]) -> str:
     libs = list(libs)
     if len(libs) <= 2:
@@ -323,37 +335,265 @@ def _most_common(values: Iterable[str]) -> str:
     return counted[0][0] if counted else "?"
 
 
-def phrase(finding: Mapping[str, Any]) -> str:
+def _signal(output: Mapping[str, Any]) -> str:
+    """`` (SIGSEGV)`` when a crash names its signal, else ""."""
+    signal = output.get("signal")
+    return f" ({signal})" if isinstance(signal, str) and signal else ""
+
+
+def input_phrase(f: Finding) -> str:
+    """``float32 input with nan``, ``ordinary bool input``."""
+    dtype = f"{f.dtype} " if f.dtype else ""
+    if f.trigger in ("", "ordinary"):
+        return f"ordinary {dtype}input"
+    return f"{dtype}input with {f.trigger}"
+
+
+def phrase(f: Finding) -> str:
     """What differs, in one line (no library text beyond type and signal names)."""
-    kind = str(finding.get("kind", "?"))
-    outputs: Mapping[str, Any] = finding.get("outputs") or {}
-    odd = [str(x) for x in finding.get("odd") or []]
-    others = [lib for lib in outputs if lib not in odd]
-    if not odd:
-        return f"the libraries disagree ({kind})"
-    who = _names(odd)
-    plural = len(odd) > 1
-    first = outputs.get(odd[0], {})
-    if kind == "crash":
-        return f"{who} crash{'' if plural else 'es'} ({short_result(first)})"
-    if kind == "hang":
-        return f"{who} hang{'' if plural else 's'} (missed the deadline)"
-    if kind == "resource":
-        return f"{who} exceed{'' if plural else 's'} the memory cap"
-    verb = "return" if plural else "returns"
+    who = blamed(f)
+    others = [lib for lib in case_libraries(f) if lib not in who]
+    if f.classification == "split" or len(who) != 1:
+        return f"{_names(who)} split evenly ({f.kind}) and no reference decides"
+    lib = who[0]
+    first: Mapping[str, Any] = f.outputs.get(lib, {})
     rest = _names(others) or "the others"
-    if kind == "status":
+    if f.kind == "crash":
+        return f"{lib} crashes{_signal(first)}"
+    if f.kind == "hang":
+        return f"{lib} hangs (misses the deadline)"
+    if f.kind == "resource":
+        return f"{lib} exceeds the memory cap"
+    if f.kind == "status":
         if first.get("status") == "error":
-            return f"{who} raise{'' if plural else 's'} {short_result(first)} where {rest} return"
-        return f"{who} {verb} {short_result(first)} where {rest} raise"
-    if kind == "shape":
-        theirs = _most_common(_shape_text(outputs[o].get("shape")) for o in others)
-        return f"{who} {verb} shape {_shape_text(first.get('shape'))} where {rest} give {theirs}"
-    if kind == "dtype":
-        theirs = _most_common(str(outputs[o].get("dtype", "?")) for o in others)
-        return f"{who} {verb} {first.get('dtype', '?')} where {rest} give {theirs}"
-    noun = _PHRASE_NOUN.get(kind, kind)
-    return f"{who} differ{'' if plural else 's'} from {rest} in the {noun}"
+            return f"{lib} raises {short_result(first)} where {rest} return"
+        return f"{lib} returns {short_result(first)} where {rest} raise"
+    oks = [f.outputs[o] for o in others if o in f.outputs and f.outputs[o].get("status") == "ok"]
+    if f.kind == "shape":
+        theirs = _most_common(_shape_text(o.get("shape")) for o in oks)
+        return f"{lib} returns shape {_shape_text(first.get('shape'))} where {rest} give {theirs}"
+    if f.kind == "dtype":
+        theirs = _most_common(str(o.get("dtype", "?")) for o in oks)
+        return f"{lib} returns {first.get('dtype', '?')} where {rest} give {theirs}"
+    return f"{lib} differs from {rest} in the {_PHRASE_NOUN.get(f.kind, f.kind)}"
+
+
+def headline(f: Finding) -> str:
+    """The issue title without its ``[xamt]`` prefix: the library, its callable, what goes
+    wrong and on which input (no library text beyond type and signal names)."""
+    who = blamed(f)
+    lib = who[0] if who else "?"
+    name = f.callable or f.apis.get(lib, "") or f.group
+    subject = name if name.split(".")[0] == f.library else f"{f.library}: {name}"
+    on = input_phrase(f)
+    first: Mapping[str, Any] = f.outputs.get(lib, {})
+    if len(who) == 1:
+        if f.kind == "crash":
+            return f"{subject} crashes{_signal(first)} on {on}"
+        if f.kind == "hang":
+            return f"{subject} hangs on {on}"
+        if f.kind == "resource":
+            return f"{subject} exceeds the memory cap on {on}"
+        if f.kind == "status" and first.get("status") == "error":
+            return f"{subject} raises {short_result(first)} on {on} where others return"
+        if f.kind == "status":
+            return f"{subject} returns on {on} where others raise"
+    noun = KIND_NOUN.get(f.kind, f.kind)
+    if len(who) != 1:
+        return f"{name}: {noun} on {on} ({_names(who)} split evenly)"
+    return f"{subject}: {noun} on {on}"
+
+
+# -- the one-line reproduction --------------------------------------------------------------
+
+# How a list literal becomes a library's tensor; ``{data}`` and ``{dtype}`` are filled in.
+TENSOR_CODE = {
+    "numpy": "numpy.array({data}, dtype='{dtype}')",
+    "torch": "torch.tensor({data}, dtype=torch.{dtype})",
+    "tensorflow": "tensorflow.constant({data}, dtype=tensorflow.{dtype})",
+    "jax": "jax.numpy.array({data}, dtype=jax.numpy.{dtype})",
+    "paddle": "paddle.to_tensor({data}, dtype='{dtype}')",
+    "mindspore": "mindspore.Tensor({data}, dtype=mindspore.{dtype})",
+    "mxnet": "mxnet.nd.array({data}, dtype='{dtype}')",
+}
+MXNET_NP_CODE = "mxnet.np.array({data}, dtype='{dtype}')"
+# A dtype given as an argument (``dtype=...``): these libraries take their own objects, the
+# others a name.
+DTYPE_CODE = {
+    "torch": "torch.{}",
+    "tensorflow": "tensorflow.{}",
+    "jax": "jax.numpy.{}",
+    "mindspore": "mindspore.{}",
+}
+DTYPE_RENAMES = {"mindspore": {"bool": "bool_"}}
+# Libraries without bfloat16: the values are given as float32.
+NO_BFLOAT16 = ("numpy", "mxnet")
+IMPORT_LINES = {"jax": ("import jax", "jax.config.update('jax_enable_x64', True)")}
+
+
+class _TooLong(Exception):
+    """An input that does not fit one line (large, or empty with a shape a list loses)."""
+
+
+def _scalar_code(x: Any) -> tuple[str, bool]:
+    """Python code for one scalar, and whether it needs ``nan``/``inf`` from math."""
+    if isinstance(x, bool | np.bool_):
+        return repr(bool(x)), False
+    if isinstance(x, int | np.integer):
+        return repr(int(x)), False
+    if isinstance(x, complex | np.complexfloating):
+        re_code, a = _scalar_code(float(complex(x).real))
+        im_code, b = _scalar_code(float(complex(x).imag))
+        return f"complex({re_code}, {im_code})", a or b
+    value = float(x)
+    if math.isnan(value):
+        return "nan", True
+    if math.isinf(value):
+        return ("inf" if value > 0 else "-inf"), True
+    return repr(value), False
+
+
+class _CallCode:
+    """Turns call values into code for one library."""
+
+    def __init__(self, library: str, api: str) -> None:
+        self.library = library
+        self.api = api
+        self.math = False
+        self.numpy = library not in TENSOR_CODE
+
+    def _data(self, data: Any) -> str:
+        if isinstance(data, list):
+            return "[" + ", ".join(self._data(x) for x in data) + "]"
+        code, needs = _scalar_code(data)
+        self.math |= needs
+        return code
+
+    def _dtype_name(self, name: str) -> str:
+        return DTYPE_RENAMES.get(self.library, {}).get(name, name)
+
+    def tensor(self, arr: np.ndarray, dtype: str) -> str:
+        if arr.size == 0 and arr.ndim != 1:
+            raise _TooLong
+        template = TENSOR_CODE.get(self.library, TENSOR_CODE["numpy"])
+        if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
+            template = MXNET_NP_CODE
+        if dtype == "bfloat16" and self.library in NO_BFLOAT16:
+            dtype = "float32"
+        return template.format(data=self._data(arr.tolist()), dtype=self._dtype_name(dtype))
+
+    def value(self, v: Any) -> str:
+        if isinstance(v, BFloat16):
+            return self.tensor(v.values, "bfloat16")
+        if isinstance(v, np.ndarray):
+            return self.tensor(v, v.dtype.name)
+        if isinstance(v, DType):
+            return DTYPE_CODE.get(self.library, "'{}'").format(self._dtype_name(v.name))
+        if isinstance(v, tuple):
+            inner = ", ".join(self.value(x) for x in v)
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, list):
+            return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if v is None or isinstance(v, str):
+            return repr(v)
+        if isinstance(v, np.generic):
+            v = v.item()
+        code, needs = _scalar_code(v)
+        self.math |= needs
+        return code
+
+    def imports(self) -> list[str]:
+        lines = ["import numpy"] if self.numpy else []
+        roots = [self.library if self.library in TENSOR_CODE else "", self.api.split(".")[0]]
+        for root in dict.fromkeys(r for r in roots if r):
+            lines += IMPORT_LINES.get(root, (f"import {root}",))
+        if self.math:
+            lines.append("from math import inf, nan")
+        return list(dict.fromkeys(lines))
+
+
+@cache
+def _catalog_members() -> dict[tuple[str, str], Member]:
+    """(group id, API) -> catalog Member, from the committed catalog ({} if it is unusable)."""
+    from xamt.catalog import model
+    from xamt.errors import XamtError
+
+    try:
+        catalog = model.load()
+    except (XamtError, OSError, ValueError):
+        return {}
+    return {(g.id, m.api): m for g in catalog.groups for m in g.members}
+
+
+def _bound(group: str, api: str, values: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The call's arguments: bound as the catalog binds the member, or (a group the catalog
+    does not know) array roles by position and the other roles by keyword."""
+    from xamt.catalog.bind import bind
+    from xamt.catalog.model import ARRAY_ROLES, SEQUENCE_ROLE
+
+    member = _catalog_members().get((group, api))
+    if member is not None:
+        try:
+            call = bind(member, values)
+            return list(call.args), dict(call.kwargs)
+        except KeyError:
+            pass
+    positional = (*ARRAY_ROLES, SEQUENCE_ROLE)
+    args = [values[r] for r in positional if r in values]
+    kwargs = {r: v for r, v in values.items() if r not in positional}
+    return args, kwargs
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReproLine:
+    """The minimal reproduction of a finding in its blamed library: imports and one call, what
+    the library gave, and what the other libraries gave."""
+
+    library: str
+    imports: tuple[str, ...]
+    call: str
+    got: str
+    expected: str
+    expected_by: tuple[str, ...]
+
+    @property
+    def code(self) -> str:
+        return "\n".join([*self.imports, self.call])
+
+
+def repro_line(f: Finding) -> ReproLine | None:
+    """The one-line reproduction of ``f`` built from its minimized case (None when the
+    inputs do not fit one line, or the case cannot be decoded)."""
+    who = blamed(f)
+    if not who:
+        return None
+    lib = who[0]
+    case_apis = f.case.get("apis") if isinstance(f.case.get("apis"), dict) else {}
+    api = str(f.apis.get(lib) or (case_apis or {}).get(lib) or f.callable)
+    raw = f.case.get("values")
+    if not api or not isinstance(raw, dict):
+        return None
+    try:
+        values = {str(role): from_jsonable(v) for role, v in raw.items()}
+        args, kwargs = _bound(f.group, api, values)
+        code = _CallCode(lib, api)
+        parts = [code.value(a) for a in args] + [f"{k}={code.value(v)}" for k, v in kwargs.items()]
+    except (_TooLong, KeyError, TypeError, ValueError):
+        return None
+    call = f"{api}({', '.join(parts)})"
+    if len(call) > REPRO_LINE_LIMIT:
+        return None
+    others = [o for o in case_libraries(f) if o != lib and o in f.outputs]
+    said = {o: result_text(f.outputs[o]) for o in others}
+    expected = _most_common(said.values()) if said else ""
+    return ReproLine(
+        library=lib,
+        imports=tuple(code.imports()),
+        call=call,
+        got=result_text(f.outputs.get(lib, {"status": "missing"})),
+        expected=expected,
+        expected_by=tuple(o for o in others if said[o] == expected),
+    )
 
 
 def _array_text(name: str, arr: np.ndarray, dtype_name: str) -> str:
@@ -394,18 +634,15 @@ def _value_text(role: str, value: Any) -> str:
     return f"{role} = {value!r}"
 
 
-def _repro_scripts(repro: Any) -> list[dict[str, Any]]:
-    """The finding's ``repro`` field as template rows ``{library, text, path}``.
-
-    ``repro`` maps a library (or ``xamt``, the cross-library script) to a script: its text
-    (see :func:`with_repro_scripts`) or its path in the campaign's output folder. A single
-    string is one script.
-    """
-    if not repro:
-        return []
-    items = repro.items() if isinstance(repro, dict) else [(None, repro)]
+def _scripts(f: Finding) -> list[dict[str, str]]:
+    """The blamed library's script and the cross-library one, as template rows ``{library,
+    text, path}``: the text when :func:`with_repro_scripts` loaded it, else the path."""
+    wanted = [*blamed(f), CROSS_SCRIPT]
     rows = []
-    for library, value in items:
+    for library in wanted:
+        value = f.repro.get(library)
+        if value is None:
+            continue
         text = _clean(value)
         if "\n" in text:
             rows.append({"library": library, "text": clip(text, REPRO_LIMIT), "path": ""})
@@ -414,7 +651,7 @@ def _repro_scripts(repro: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def with_repro_scripts(doc: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+def with_repro_scripts(doc: Document, base_dir: Path) -> Document:
     """A copy of ``doc`` whose ``repro`` paths are replaced by the scripts' text.
 
     Paths are relative to ``base_dir`` (the folder of findings.json). Only files inside it are
@@ -422,87 +659,112 @@ def with_repro_scripts(doc: Mapping[str, Any], base_dir: Path) -> dict[str, Any]
     """
     root = Path(base_dir).resolve()
     findings = []
-    for f in doc.get("findings") or []:
-        repro = f.get("repro")
-        if isinstance(repro, dict):
-            loaded = {}
-            for library, value in repro.items():
-                loaded[library] = value
-                if isinstance(value, str) and "\n" not in value:
-                    path = (root / value).resolve()
-                    if path.is_relative_to(root) and path.is_file():
-                        try:
-                            loaded[library] = path.read_text(encoding="utf-8")
-                        except (OSError, UnicodeDecodeError):
-                            pass
-            f = {**f, "repro": loaded}
-        findings.append(f)
-    return {**doc, "findings": findings}
+    for f in doc.findings:
+        loaded = {}
+        for library, value in f.repro.items():
+            loaded[library] = value
+            if "\n" not in value:
+                path = (root / value).resolve()
+                if path.is_relative_to(root) and path.is_file():
+                    try:
+                        loaded[library] = path.read_text(encoding="utf-8")
+                    except (OSError, UnicodeDecodeError):
+                        pass
+        findings.append(f.replace(repro=loaded))
+    return Document(
+        xamt_version=doc.xamt_version,
+        libraries=doc.libraries,
+        campaign=doc.campaign,
+        findings=tuple(findings),
+        support=doc.support,
+    )
 
 
-def _known(finding: Mapping[str, Any]) -> dict[str, str] | None:
-    known = finding.get("known_difference")
-    if isinstance(known, dict):
-        return {k: str(known.get(k) or "") for k in ("id", "reason", "link")}
-    return None
+def _safe_url(url: str) -> str:
+    """``url`` if it is a plain https URL (safe in a Markdown link and an ``href``), else ""."""
+    return url if re.fullmatch(r"https://[A-Za-z0-9.-]+(?:/[^\s()<>\"'`\\]*)?", url) else ""
+
+
+def _known(f: Finding) -> dict[str, str] | None:
+    k = f.known_difference
+    if k is None:
+        return None
+    return {"id": k.id, "policy": k.policy, "reason": k.reason, "link": _safe_url(k.link)}
 
 
 def finding_view(
-    finding: Mapping[str, Any],
-    libraries: Mapping[str, str],
-    families: Mapping[str, str] | None = None,
+    f: Finding, libraries: Mapping[str, str], families: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """Everything the templates show of one finding, as plain strings, numbers and lists."""
-    outputs: Mapping[str, Any] = finding.get("outputs") or {}
-    apis: Mapping[str, Any] = finding.get("apis") or {}
-    odd = [str(x) for x in finding.get("odd") or []]
+    who = blamed(f)
     rows = []
-    for name in dict.fromkeys([*apis, *outputs]):
-        out = outputs.get(name) or {}
+    for name in case_libraries(f):
+        out = f.outputs.get(name) or {}
         rows.append(
             {
                 "name": name,
-                "version": str(libraries.get(name, "?")),
-                "api": str(apis.get(name) or out.get("api", "?")),
+                "version": str(libraries.get(name) or f.versions.get(name, "?")),
+                "api": str(f.apis.get(name) or out.get("api", "?")),
                 "status": str(out.get("status", "missing")),
                 "short": short_result(out),
-                "odd": name in odd,
+                "result": result_text(out),
+                "blamed": name in who,
                 "text": clip(_clean(out.get("result", "")), CODE_LIMIT),
             }
         )
-    case = finding.get("case") or {}
-    values = case.get("values") or {}
-    inputs_text = "\n".join(compact_value(role, v) for role, v in values.items()) or "(none)"
-    group = str(finding["group"])
+    values = f.case.get("values") if isinstance(f.case.get("values"), dict) else {}
+    inputs_text = "\n".join(compact_value(str(r), v) for r, v in (values or {}).items())
+    line = repro_line(f)
+    lib = who[0] if who else f.library
     return {
-        "signature": str(finding["signature"]),
-        "kind": str(finding["kind"]),
-        "classification": str(finding.get("classification", "suspected-bug")),
-        "known": _known(finding),
-        "group": group,
-        "family": (families or {}).get(group, UNKNOWN_FAMILY),
-        "dtype": str(finding["dtype"]),
-        "odd": odd,
-        "input_classes": [str(t) for t in finding.get("input_classes") or []],
-        "reproduced": finding.get("reproduced", "?"),
-        "runs": finding.get("runs", finding.get("reproduced", "?")),
-        "occurrences": finding.get("occurrences", 1),
-        "phrase": phrase(finding),
-        "detail": clip(_clean(finding.get("detail", "")), CODE_LIMIT),
+        "signature": f.signature,
+        "key": f.key,
+        "kind": f.kind,
+        "kind_noun": KIND_NOUN.get(f.kind, f.kind),
+        "family": f.family,
+        "op_family": (families or {}).get(f.group, UNKNOWN_FAMILY),
+        "classification": f.classification,
+        "severity": f.severity,
+        "confidence": f.confidence,
+        "library": f.library,
+        "blamed": who,
+        "callable": f.callable,
+        "api": str(f.apis.get(lib, f.callable)),
+        "version": str(libraries.get(lib) or f.versions.get(lib, "?")),
+        "group": f.group,
+        "dtype": f.dtype or "-",
+        "trigger": f.trigger,
+        "input": input_phrase(f),
+        "input_classes": list(f.input_classes),
+        "reproduced": f.reproduced,
+        "runs": f.runs,
+        "occurrences": f.occurrences,
+        "first_seen": f.first_seen,
+        "last_seen": f.last_seen,
+        "headline": headline(f),
+        "phrase": phrase(f),
+        "detail": clip(_clean(f.detail), CODE_LIMIT),
         "libraries": rows,
-        "value_class": str(case.get("value_class", "?")),
-        "seed": case.get("seed", "?"),
-        "inputs_text": inputs_text,
-        "repro": sorted(  # the odd libraries' scripts first, the cross-library one last
-            _repro_scripts(finding.get("repro")),
-            key=lambda r: (r["library"] not in odd, r["library"] == "xamt"),
-        ),
+        "value_class": str(f.case.get("value_class", "?")),
+        "seed": f.case.get("seed", "?"),
+        "inputs_text": inputs_text or "(none)",
+        "repro_line": None
+        if line is None
+        else {
+            "code": line.code,
+            "got": line.got,
+            "expected": line.expected,
+            "expected_by": _names(line.expected_by),
+            "plural": len(line.expected_by) != 1,
+        },
+        "scripts": _scripts(f),
+        "known": _known(f),
     }
 
 
-def campaign_view(doc: Mapping[str, Any]) -> dict[str, Any]:
+def campaign_view(doc: Document) -> dict[str, Any]:
     """The campaign fields the templates show, with defaults for absent ones."""
-    camp: Mapping[str, Any] = doc.get("campaign") or {}
+    camp = doc.campaign
     return {
         "name": str(camp.get("name", "?")),
         "seed": camp.get("seed", "?"),
@@ -519,22 +781,20 @@ def versions_text(libraries: Mapping[str, str]) -> str:
 # -- issue bodies and comments --------------------------------------------------------------
 
 
-def issue_title(finding: Mapping[str, Any], libraries: Mapping[str, str]) -> str:
-    """The issue title: one line, at most :data:`TITLE_LIMIT` characters."""
-    text = " ".join(
-        render("issue_title.txt.j2", "title", f=finding_view(finding, libraries)).split()
-    )
+def issue_title(f: Finding, libraries: Mapping[str, str]) -> str:
+    """The issue title: one line naming the library and its callable, at most
+    :data:`TITLE_LIMIT` characters."""
+    text = " ".join(render("issue_title.txt.j2", "title", f=finding_view(f, libraries)).split())
     return text if len(text) <= TITLE_LIMIT else text[: TITLE_LIMIT - 1] + "…"
 
 
-def issue_body(finding: Mapping[str, Any], doc: Mapping[str, Any], *, markers: str = "") -> str:
+def issue_body(f: Finding, doc: Document, *, markers: str = "") -> str:
     """The issue body of a finding, fitted to GitHub's limit with ``markers`` kept at the end."""
-    libraries = doc.get("libraries") or {}
     text = render(
         "issue_body.md.j2",
-        f=finding_view(finding, libraries),
+        f=finding_view(f, doc.libraries),
         campaign=campaign_view(doc),
-        xamt_version=str(doc.get("xamt_version", xamt.__version__)),
+        xamt_version=doc.xamt_version,
         markers=Markup(""),
     )
     return fit_body(text.rstrip("\n") + "\n", tail=_tail(markers))
@@ -544,15 +804,13 @@ def _tail(markers: str) -> str:
     return f"\n{markers.strip()}\n" if markers.strip() else ""
 
 
-def recurrence_comment(
-    finding: Mapping[str, Any], doc: Mapping[str, Any], *, occurrences: int, marker: str = ""
-) -> str:
+def recurrence_comment(f: Finding, doc: Document, *, occurrences: int, marker: str = "") -> str:
     """The comment on an open issue whose finding was seen again."""
     text = render(
         "comment_recurrence.md.j2",
-        f=finding_view(finding, doc.get("libraries") or {}),
+        f=finding_view(f, doc.libraries),
         campaign=campaign_view(doc),
-        xamt_version=str(doc.get("xamt_version", xamt.__version__)),
+        xamt_version=doc.xamt_version,
         occurrences=occurrences,
         marker=Markup(""),
     )
@@ -560,30 +818,25 @@ def recurrence_comment(
 
 
 def regression_comment(
-    finding: Mapping[str, Any] | None,
-    doc: Mapping[str, Any],
-    *,
-    occurrences: int,
-    marker: str = "",
+    f: Finding | None, doc: Document, *, occurrences: int, marker: str = ""
 ) -> str:
-    """The comment on a reopened issue (``finding`` is None when only a verification saw it)."""
-    libraries = doc.get("libraries") or {}
+    """The comment on a reopened issue (``f`` is None when only a verification saw it)."""
     text = render(
         "comment_regression.md.j2",
-        f=finding_view(finding, libraries) if finding is not None else None,
-        versions=versions_text(libraries),
+        f=finding_view(f, doc.libraries) if f is not None else None,
+        versions=versions_text(doc.libraries),
         occurrences=occurrences,
         marker=Markup(""),
     )
     return fit_body(text.rstrip("\n") + "\n", tail=_tail(marker))
 
 
-def closing_comment(doc: Mapping[str, Any], *, misses: int, marker: str = "") -> str:
+def closing_comment(doc: Document, *, misses: int, marker: str = "") -> str:
     """The comment on an issue closed because its finding no longer reproduces."""
     text = render(
         "comment_closing.md.j2",
         misses=misses,
-        versions=versions_text(doc.get("libraries") or {}),
+        versions=versions_text(doc.libraries),
         marker=Markup(""),
     )
     return fit_body(text.rstrip("\n") + "\n", tail=_tail(marker))
@@ -601,23 +854,140 @@ def group_families(catalog_path: Path | None = None) -> dict[str, str]:
 
 
 def kind_order(kind: str) -> tuple[int, str]:
-    """Sort key of a discrepancy kind: the order of ``xamt.types.DISCREPANCY_KINDS``."""
-    return (DISCREPANCY_KINDS.index(kind) if kind in DISCREPANCY_KINDS else 99, kind)
+    """Sort key of a kind: the order of :data:`xamt.findings.KINDS` (crash first)."""
+    return (KINDS.index(kind) if kind in KINDS else 99, kind)
 
 
-def summary_view(doc: Mapping[str, Any], rows: int = SUMMARY_ROWS) -> dict[str, Any]:
-    """Totals of a campaign for the summary and the HTML report."""
-    findings: Sequence[Mapping[str, Any]] = doc.get("findings") or []
-    camp: Mapping[str, Any] = doc.get("campaign") or {}
-    libraries: Mapping[str, str] = doc.get("libraries") or {}
-    odd_counts = Counter(lib for f in findings for lib in f.get("odd") or [])
-    documented = sum(1 for f in findings if f.get("classification") == "documented-difference")
-    seconds = camp.get("seconds")
-    kinds = Counter(str(f["kind"]) for f in findings)
+def _row(f: Finding, rank: int = 0) -> dict[str, Any]:
+    """One line of a findings table."""
     return {
-        "total": len(findings),
-        "suspected": len(findings) - documented,
-        "documented": documented,
+        "rank": rank,
+        "severity": f.severity,
+        "confidence": f.confidence,
+        "library": f.library,
+        "callable": f.callable,
+        "kind": f.kind,
+        "dtype": f.dtype or "-",
+        "trigger": f.trigger,
+        "occurrences": f.occurrences,
+        "signature": f.signature,
+        "headline": headline(f),
+        "phrase": phrase(f),
+    }
+
+
+def policy_views(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """The documented differences grouped by policy, each policy once: its entries (id,
+    reason, link), the libraries and callables it affects, and its findings."""
+    by_policy: dict[str, list[Finding]] = {}
+    for f in findings:
+        policy = f.known_difference.policy if f.known_difference else "(no policy)"
+        by_policy.setdefault(policy, []).append(f)
+    views = []
+    for policy in sorted(by_policy):
+        group = by_policy[policy]
+        entries: dict[str, dict[str, str]] = {}
+        affects: dict[str, set[str]] = {}
+        for f in group:
+            known = _known(f)
+            if known is not None:
+                entries.setdefault(known["id"], known)
+            for lib in blamed(f):
+                affects.setdefault(lib, set()).add(f.callable or f.group)
+        views.append(
+            {
+                "policy": policy,
+                "count": len(group),
+                "entries": [entries[k] for k in sorted(entries)],
+                "affects": [
+                    {"library": lib, "callables": sorted(affects[lib])} for lib in sorted(affects)
+                ],
+                "findings": [_row(f) for f in group],
+            }
+        )
+    return views
+
+
+@dataclass(frozen=True, kw_only=True)
+class SupportCell:
+    """Refusals of one (row, library): dtypes refused and tried over the row's groups."""
+
+    refused: int
+    total: int
+    groups: tuple[str, ...]  # the groups with a refusal
+
+    @property
+    def share(self) -> float:
+        return self.refused / self.total if self.total else 0.0
+
+
+def support_cells(
+    support: Mapping[str, Mapping[str, Mapping[str, str]]],
+    families: Mapping[str, str],
+    libraries: Sequence[str],
+) -> tuple[list[str], list[str], dict[tuple[str, str], SupportCell]]:
+    """The support matrix folded by group family: rows (families, in the catalog's order, then
+    ``unknown``), columns (libraries) and a cell for each (family, library) with data."""
+    from xamt.catalog.model import FAMILIES
+
+    refused: Counter[tuple[str, str]] = Counter()
+    total: Counter[tuple[str, str]] = Counter()
+    groups: dict[tuple[str, str], set[str]] = {}
+    cols = list(dict.fromkeys(libraries))
+    for group, libs in support.items():
+        family = families.get(group, UNKNOWN_FAMILY)
+        for lib, dtypes in libs.items():
+            if lib not in cols:
+                cols.append(lib)
+            for state in dtypes.values():
+                total[(family, lib)] += 1
+                if state == "refused":
+                    refused[(family, lib)] += 1
+                    groups.setdefault((family, lib), set()).add(group)
+    present = {fam for fam, _ in total}
+    rows = [fam for fam in FAMILIES if fam in present]
+    rows += sorted(present - set(rows))
+    cells = {
+        key: SupportCell(refused=refused[key], total=n, groups=tuple(sorted(groups.get(key, ()))))
+        for key, n in total.items()
+    }
+    return rows, cols, cells
+
+
+def _share_text(cell: SupportCell | None) -> str:
+    if cell is None:
+        return "-"
+    return f"{cell.share:.0%} ({cell.refused} of {cell.total})"
+
+
+def summary_view(
+    doc: Document, families: Mapping[str, str] | None = None, rows: int = SUMMARY_ROWS
+) -> dict[str, Any]:
+    """Everything the summary and the HTML report show of a campaign."""
+    families = families or {}
+    ranked = doc.ranked()
+    bugs = [f for f in ranked if f.suspected]
+    documented = [f for f in ranked if f.classification == "documented-difference"]
+    splits = [f for f in ranked if f.classification == "split"]
+    camp = doc.campaign
+    seconds = camp.get("seconds")
+    by_lib = Counter(lib for f in bugs for lib in blamed(f))
+    sup_rows, sup_cols, cells = support_cells(doc.support, families, list(doc.libraries))
+    refusals = sum(c.refused for c in cells.values())
+    counts = []
+    class_totals = [0] * len(CLASSIFICATIONS)
+    for kind in sorted({f.kind for f in doc.findings}, key=kind_order):
+        n = [
+            sum(1 for f in doc.findings if f.kind == kind and f.classification == c)
+            for c in CLASSIFICATIONS
+        ]
+        class_totals = [a + b for a, b in zip(class_totals, n, strict=True)]
+        counts.append({"kind": kind, "cells": n, "total": sum(n)})
+    return {
+        "total": len(doc.findings),
+        "suspected": len(bugs),
+        "documented": len(documented),
+        "splits": len(splits),
         "cases": camp.get("cases", "?"),
         "seconds": f"{seconds:.0f}" if isinstance(seconds, int | float) else "?",
         "name": str(camp.get("name", "?")),
@@ -625,97 +995,72 @@ def summary_view(doc: Mapping[str, Any], rows: int = SUMMARY_ROWS) -> dict[str, 
         "budget": str(camp.get("budget", "?")),
         "schedule": str(camp.get("schedule", "")),
         "shard": str(camp.get("shard", "")),
-        "xamt_version": str(doc.get("xamt_version", "?")),
-        "schema": doc.get("schema", "?"),
+        "xamt_version": doc.xamt_version,
         "libraries": [
-            {"name": lib, "version": str(v), "odd": odd_counts.get(lib, 0)}
-            for lib, v in libraries.items()
+            {"name": lib, "version": str(v), "bugs": by_lib.get(lib, 0)}
+            for lib, v in doc.libraries.items()
         ],
-        "kinds": sorted(kinds.items(), key=lambda kv: kind_order(kv[0])),
-        "rows": [
-            {
-                "kind": str(f["kind"]),
-                "classification": str(f.get("classification", "suspected-bug")),
-                "group": str(f["group"]),
-                "dtype": str(f["dtype"]),
-                "odd": [str(x) for x in f.get("odd") or []],
-                "input_classes": [str(t) for t in f.get("input_classes") or []],
-                "signature": str(f["signature"]),
-            }
-            for f in list(findings)[:rows]
-        ],
-        "more": max(len(findings) - rows, 0),
+        "bugs": [_row(f, i) for i, f in enumerate(bugs[:rows], 1)],
+        "more_bugs": max(len(bugs) - rows, 0),
+        "policies": policy_views(documented),
+        "split_rows": [_row(f) for f in splits[:rows]],
+        "more_splits": max(len(splits) - rows, 0),
+        "support": {
+            "cols": sup_cols,
+            "rows": [
+                {"family": fam, "cells": [_share_text(cells.get((fam, lib))) for lib in sup_cols]}
+                for fam in sup_rows
+            ],
+            "refusals": refusals,
+            "groups": len(doc.support),
+        },
+        "classifications": list(CLASSIFICATIONS),
+        "class_totals": class_totals,
+        "counts": counts,
     }
 
 
-def summary_markdown(doc: Mapping[str, Any]) -> str:
+def summary_markdown(doc: Document, families: Mapping[str, str] | None = None) -> str:
     """The campaign summary in Markdown (what goes to ``$GITHUB_STEP_SUMMARY``)."""
-    return render("summary.md.j2", s=summary_view(doc)).rstrip("\n") + "\n"
+    return render("summary.md.j2", s=summary_view(doc, families)).rstrip("\n") + "\n"
 
 
 _EMPTY_FILL = "#eef1f4"
-_LOW = (253, 224, 197)
-_HIGH = (179, 38, 30)
-_KIND_FILL = {
-    "crash": "#b3261e",
-    "hang": "#b3261e",
-    "resource": "#b3261e",
-    "status": "#d4761c",
-}
-_OUTPUT_FILL = "#2f6fb5"
+_LOW = (236, 244, 238)  # no dtype refused
+_HIGH = (179, 38, 30)  # every dtype refused
 
 
-def _fill(count: int, top: int) -> tuple[str, str]:
-    """Cell colour and text colour: light orange to deep red on a square-root scale."""
-    if count <= 0 or top <= 0:
+def _fill(share: float | None) -> tuple[str, str]:
+    """Cell colour and text colour for a share of refusals (None: no data)."""
+    if share is None:
         return _EMPTY_FILL, "#59636e"
-    t = math.sqrt(count / top)
+    t = min(max(share, 0.0), 1.0)
     rgb = tuple(round(lo + (hi - lo) * t) for lo, hi in zip(_LOW, _HIGH, strict=True))
-    return "#{:02x}{:02x}{:02x}".format(*rgb), ("#ffffff" if t > 0.55 else "#1f2328")
+    return "#{:02x}{:02x}{:02x}".format(*rgb), ("#ffffff" if t > 0.5 else "#1f2328")
 
 
-def heatmap(
-    findings: Sequence[Mapping[str, Any]],
+def support_heatmap(
+    support: Mapping[str, Mapping[str, Mapping[str, str]]],
     families: Mapping[str, str],
     libraries: Sequence[str],
 ) -> dict[str, Any]:
-    """Geometry of the SVG heatmap: findings by group family (rows) x odd library (columns).
-
-    A finding counts once in each column of its odd libraries; one without an odd library
-    counts in a ``(none odd)`` column, shown only when there is such a finding. Every family of
-    the catalog is a row (empty rows show where nothing was found); groups the catalog does not
-    know fall in ``unknown``.
-    """
-    from xamt.catalog.model import FAMILIES
-
-    counts: Counter[tuple[str, str]] = Counter()
-    groups: dict[tuple[str, str], set[str]] = {}
-    cols = list(dict.fromkeys(libraries))
-    for f in findings:
-        family = families.get(str(f["group"]), UNKNOWN_FAMILY)
-        odd = [str(x) for x in f.get("odd") or []] or [NO_ODD_COLUMN]
-        for lib in odd:
-            if lib not in cols and lib != NO_ODD_COLUMN:
-                cols.append(lib)
-            counts[(family, lib)] += 1
-            groups.setdefault((family, lib), set()).add(str(f["group"]))
-    if any(lib == NO_ODD_COLUMN for _, lib in counts):
-        cols.append(NO_ODD_COLUMN)
-    rows = list(FAMILIES)
-    rows += sorted({fam for fam, _ in counts} - set(rows))
-    top = max(counts.values(), default=0)
+    """Geometry of the SVG heatmap of the support matrix: group family (rows) x library
+    (columns), each cell coloured by the share of (group, dtype) pairs the library refused."""
+    rows, cols, cells = support_cells(support, families, libraries)
     left, header, cw, ch = 112, 34, 82, 34
-    cells = []
+    out_cells = []
     for r, family in enumerate(rows):
         for c, lib in enumerate(cols):
-            n = counts.get((family, lib), 0)
-            fill, ink = _fill(n, top)
+            cell = cells.get((family, lib))
+            fill, ink = _fill(None if cell is None else cell.share)
             x, y = left + c * cw, header + r * ch
-            names = sorted(groups.get((family, lib), ()))
-            tooltip = f"{family} x {lib}: {n} finding{'' if n == 1 else 's'}"
-            if names:
-                tooltip += " (" + clip(", ".join(names), 160) + ")"
-            cells.append(
+            if cell is None:
+                tooltip = f"{family} x {lib}: not tried"
+            else:
+                tooltip = f"{family} x {lib}: {cell.refused} of {cell.total} (group, dtype) refused"
+                if cell.groups:
+                    tooltip += " (" + clip(", ".join(cell.groups), 160) + ")"
+            out_cells.append(
                 {
                     "x": x,
                     "y": y,
@@ -723,28 +1068,25 @@ def heatmap(
                     "h": ch,
                     "cx": x + cw // 2,
                     "cy": y + ch // 2,
-                    "count": n,
+                    "label": "" if cell is None else f"{cell.share:.0%}",
                     "fill": fill,
                     "ink": ink,
                     "tooltip": tooltip,
                 }
             )
     grid_bottom = header + len(rows) * ch
-    legend_steps = 8
-    legend_w = 200
+    steps, legend_w = 8, 200
     legend = {
         "x": left,
         "y": grid_bottom + 30,
         "width": legend_w,
         "steps": [
             {
-                "x": left + i * legend_w // legend_steps,
-                "w": legend_w // legend_steps,
-                "fill": _fill(
-                    max(1, round(top * ((i + 1) / legend_steps) ** 2)) if top else 0, top
-                )[0],
+                "x": left + i * legend_w // steps,
+                "w": legend_w // steps,
+                "fill": _fill(i / (steps - 1))[0],
             }
-            for i in range(legend_steps)
+            for i in range(steps)
         ],
     }
     return {
@@ -758,56 +1100,32 @@ def heatmap(
             {"label": fam, "x": left - 10, "y": header + r * ch + ch // 2}
             for r, fam in enumerate(rows)
         ],
-        "cells": cells,
+        "cells": out_cells,
         "legend": legend,
-        "max": top,
-        "total": len(findings),
+        "refusals": sum(c.refused for c in cells.values()),
+        "empty": not rows,
     }
 
 
-def kind_bars(findings: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Geometry of the bar chart of findings by kind."""
-    counts = Counter(str(f["kind"]) for f in findings)
-    kinds = sorted(counts, key=kind_order)
-    top = max(counts.values(), default=1)
-    label_w, bar_max, bh, gap = 96, 240, 20, 8
-    rows = []
-    for i, kind in enumerate(kinds):
-        y = 8 + i * (bh + gap)
-        rows.append(
-            {
-                "label": kind,
-                "label_x": label_w - 8,
-                "x": label_w,
-                "y": y,
-                "w": max(2, round(bar_max * counts[kind] / top)),
-                "h": bh,
-                "cy": y + bh // 2,
-                "count": counts[kind],
-                "fill": _KIND_FILL.get(kind, _OUTPUT_FILL),
-            }
-        )
-    return {"rows": rows, "width": label_w + bar_max + 48, "height": 16 + len(kinds) * (bh + gap)}
-
-
-def report_html(doc: Mapping[str, Any], families: Mapping[str, str] | None = None) -> str:
-    """The self-contained HTML report (inline CSS and SVG, no script).
-
-    ``families`` maps group ids to families; by default they come from the catalog.
-    """
+def report_html(doc: Document, families: Mapping[str, str] | None = None) -> str:
+    """The self-contained HTML report (inline CSS and SVG, no script); each finding's details
+    are collapsed. ``families`` maps group ids to families; by default they come from the
+    catalog."""
     if families is None:
         families = group_families()
-    findings: Sequence[Mapping[str, Any]] = doc.get("findings") or []
-    libraries: Mapping[str, str] = doc.get("libraries") or {}
-    views = sorted(
-        (finding_view(f, libraries, families) for f in findings),
-        key=lambda v: (kind_order(v["kind"]), v["group"], v["signature"]),
-    )
+    ranked = doc.ranked()
     return render(
         "report.html.j2",
         "html",
-        s=summary_view(doc),
-        h=heatmap(findings, families, list(libraries)),
-        bars=kind_bars(findings),
-        findings=views,
+        s=summary_view(doc, families),
+        h=support_heatmap(doc.support, families, list(doc.libraries)),
+        bugs=[finding_view(f, doc.libraries, families) for f in ranked if f.suspected],
+        splits=[
+            finding_view(f, doc.libraries, families) for f in ranked if f.classification == "split"
+        ],
+        documented={
+            f.signature: finding_view(f, doc.libraries, families)
+            for f in ranked
+            if f.classification == "documented-difference"
+        },
     )

@@ -1,4 +1,4 @@
-"""A local, stateful fake of the GitHub REST endpoints the filer uses, for tests.
+"""A local, stateful fake of the GitHub REST endpoints the filer uses (test support).
 
 Standard library only: an ``http.server`` on 127.0.0.1 (random port) in a thread. Point
 PyGithub at :attr:`FakeGitHub.base_url` (``http://127.0.0.1:PORT`` or, with ``prefix``,
