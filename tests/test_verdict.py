@@ -45,11 +45,17 @@ def test_the_reference_decides_against_the_majority() -> None:
     }
 
 
-def test_numpy_alone_with_the_reference_does_not_decide() -> None:
-    """numpy is the reference's own implementation: agreeing with it alone is no evidence."""
-    a, b = np.array([1.0], F32), np.array([2.0], F32)
-    outs = [ok("numpy", a), ok("torch", b), ok("jax", b)]
-    assert blamed(outs, ok("numpy", np.array([1.0]))) == {("value", "numpy", "majority")}
+def test_the_reference_decides_even_when_only_numpy_agrees() -> None:
+    """average of int32 [1, 1, 1, 1.5]: the float64 reference agrees with numpy's exact
+    1.125, so the two libraries that truncate are blamed, though they are the majority."""
+    outs = [
+        ok("numpy", np.array(1.125)),
+        ok("mindspore", np.array(1, np.int32)),
+        ok("mxnet", np.array(1, np.int32)),
+    ]
+    got = blamed(outs, ok("numpy", np.array(1.125)))
+    assert ("value", "mindspore", "reference") in got and ("value", "mxnet", "reference") in got
+    assert not any(lib == "numpy" and kind == "value" for kind, lib, _ in got)
 
 
 def test_an_even_split_without_reference_is_a_split() -> None:
@@ -144,21 +150,92 @@ def test_a_call_numpy_rejects_as_malformed_is_no_case() -> None:
     assert j.malformed and j.blames == ()
 
 
-def test_returning_where_numpy_raises_a_domain_error_is_no_bug() -> None:
-    """LinAlgError is not a malformed call, but a library that returns (NaN, say) where
-    numpy raises shows no bug; one that raises where numpy returns does."""
+def test_a_domain_error_is_judged_by_the_majority_of_libraries() -> None:
+    """reduce_min over an empty axis: numpy and most libraries raise (a domain error, not a
+    malformed call); the one that returns a value instead is blamed. A library that raises
+    where numpy returns is blamed too."""
     outs = [
-        err("numpy", "LinAlgError", "Matrix is not positive definite"),
-        err("torch", "LinAlgError", "not positive-definite"),
-        ok("jax", np.array([np.nan])),
+        err(
+            "numpy",
+            "ValueError",
+            "zero-size array to reduction operation minimum which has no identity",
+        ),
+        err("torch", "IndexError", "Expected reduction dim"),
+        err("jax", "ValueError", "zero-size array to reduction operation min"),
+        ok("mindspore", np.array(-303324928, np.int32)),
     ]
-    assert blamed(outs) == set()
+    assert blamed(outs) == {("status", "mindspore", "majority")}
     outs = [
         ok("numpy", np.array([1.0])),
         ok("jax", np.array([1.0])),
         err("torch", "LinAlgError", "not positive-definite"),
     ]
     assert blamed(outs) == {("status", "torch", "majority")}
+
+
+def test_integer_results_against_the_exact_reference() -> None:
+    """clip of int32 through float32: the float64 reference, rounded to int32, is exact and
+    agrees with numpy; where the exact result overflows int32 nobody is judged."""
+    x = np.array([2147483646, 5], np.int32)
+    outs = [ok("numpy", x), ok("paddle", np.array([2147483519, 5], np.int32))]
+    assert blamed(outs, ok("numpy", x.astype(np.float64))) == {("value", "paddle", "reference")}
+    wrapped = np.array([-4, 5], np.int32)
+    saturated = np.array([-2147483648, 5], np.int32)
+    exact = np.array([2.0**32 - 4, 5.0])  # beyond int32: every answer is an overflow
+    assert blamed([ok("numpy", wrapped), ok("paddle", saturated)], ok("numpy", exact)) == set()
+
+
+def test_integers_a_float_cannot_hold_excuse_that_float() -> None:
+    """cos(2**31 - 1) computed in float32 is cos(2**31): not blamed; a float32 result that
+    is wrong for an integer float32 holds exactly (2**40) is."""
+    big = np.array([2147483647], np.int32)
+    outs = [
+        ok("numpy", np.cos(big.astype(np.float64))),
+        ok("paddle", np.cos(big.astype(np.float32))),
+    ]
+    got = blamed(outs, ok("numpy", np.cos(big.astype(np.float64))), int_inputs=[big])
+    assert {kind for kind, _, _ in got} <= {"dtype"}  # float32 against float64, nothing else
+    exact = np.array([2**40], np.int64)
+    outs = [
+        ok("numpy", np.array([2.0**40])),
+        ok("jax", np.array([2.0**40])),
+        ok("paddle", np.array([1.0], np.float32)),
+    ]
+    assert ("value", "paddle", "majority") in blamed(outs, int_inputs=[exact])
+
+
+def test_unfit_bindings_are_left_out_unless_they_die() -> None:
+    outs = [
+        ok("numpy", np.array([1.0])),
+        ok("jax", np.array([1.0])),
+        err("torch", "RuntimeError", "something unrelated"),
+    ]
+    assert blamed(outs, exclude={"torch"}) == set()
+    hang = Outcome(library="paddle", api="paddle.gcd_", status="hang")
+    assert blamed(
+        [ok("numpy", np.array([1])), ok("jax", np.array([1])), hang], exclude={"paddle"}
+    ) == {("hang", "paddle", "reference")}
+
+
+def test_results_the_standard_leaves_open_are_not_judged() -> None:
+    """floor_divide(-inf, 4.0) is unspecified by the standard: no library is blamed there."""
+    x1, x2 = np.array([-np.inf], np.float32), np.array([4.0], np.float32)
+    outs = [
+        ok("numpy", np.array([np.nan], np.float32)),
+        ok("torch", np.array([np.nan], np.float32)),
+        ok("tensorflow", np.array([-np.inf], np.float32)),
+    ]
+    assert blamed(outs, op="floor_divide", inputs=[x1, x2]) == set()
+
+
+def test_signed_zeros_of_reductions_are_not_judged() -> None:
+    outs = [
+        ok("numpy", np.array([-0.0])),
+        ok("jax", np.array([-0.0])),
+        ok("paddle", np.array([0.0])),
+    ]
+    assert blamed(outs) == {("signed-zero", "paddle", "majority")}
+    assert blamed(outs, signed_zeros=False) == set()
 
 
 def test_integer_accumulators_of_other_widths_are_a_dtype_difference_only() -> None:

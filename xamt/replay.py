@@ -27,7 +27,7 @@ from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.normalize import scalar_value
 from xamt.findings import Classification, KnownRef
-from xamt.inputs.draw import array_roles
+from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
@@ -36,31 +36,55 @@ from xamt.types import Call, Case, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16
 
-# Input dtypes whose cases also run numpy on the float64 upcast input, as the reference.
-REFERENCE_DTYPES = ("float16", "bfloat16", "float32")
-# The input classes a finding can need, most specific first: the trigger vocabulary.
-TRIGGERS = (
-    "nan",
-    "inf",
-    "neg-inf",
-    "neg-zero",
-    "subnormal",
-    "dtype-max",
-    "dtype-min",
-    "zero-divisor",
-    "empty",
-    "scalar",
-    "out-of-range-axis",
-    "out-of-range-index",
-    "param-boundary",
+# Input dtypes whose cases also run numpy on the float64 (complex128) upcast input, as the
+# reference: low-precision floats and complex, and integers (whose exact results it gives
+# where they fit the integer dtype).
+REFERENCE_DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "complex64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
 )
+# The input classes a finding can need, most specific first: the trigger vocabulary, each
+# trigger with the input-class tags (``xamt.inputs.tags``) it stands for.
+TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
+    "nan": ("nan",),
+    "inf": ("inf", "neg-inf"),
+    "neg-zero": ("neg-zero",),
+    "subnormal": ("subnormal",),
+    "dtype-limit": ("dtype-max", "dtype-min"),
+    "zero-divisor": ("zero-divisor",),
+    "empty": ("empty",),
+    "scalar": ("scalar",),
+    "out-of-range-axis": ("out-of-range-axis",),
+    "out-of-range-index": ("out-of-range-index",),
+    "param-boundary": ("param-boundary",),
+}
+TRIGGERS = tuple(TRIGGER_TAGS)
 ORDINARY = "ordinary"
+# Families whose results fix the sign of a zero (IEEE 754 arithmetic elementwise, exact
+# copies and fills); a reduction's, a transform's or a decomposition's zero has no sign to
+# get wrong, except where the standard's special cases say so.
+SIGNED_ZERO_FAMILIES = frozenset({"elementwise", "creation", "shape"})
 FLOATING_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
+
+
+def triggers_in(tags: Sequence[str]) -> list[str]:
+    """The trigger classes ``tags`` hold, most specific first."""
+    return [t for t, members in TRIGGER_TAGS.items() if any(m in tags for m in members)]
 
 
 def trigger_of(tags: Sequence[str]) -> str:
     """The first trigger class among ``tags``, else ``"ordinary"``."""
-    return next((t for t in TRIGGERS if t in tags), ORDINARY)
+    return next(iter(triggers_in(tags)), ORDINARY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +155,21 @@ def array_inputs(case: Case, group: Group) -> list[np.ndarray]:
     return out
 
 
+def int_magnitude(case: Case, group: Group) -> float:
+    """The largest magnitude among the case's integer array inputs (0 without any)."""
+    found = 0.0
+    for arr in array_inputs(case, group):
+        if arr.dtype.kind in "iu" and arr.size:
+            found = max(found, float(np.max(np.abs(arr.astype(np.float64)))))
+    return found
+
+
+def needs_reference(case: Case, group: Group) -> bool:
+    """Whether the float64 reference can judge this case: a low-precision float, complex or
+    integer input, every integer exactly representable in float64 (below 2**53)."""
+    return case.dtype in REFERENCE_DTYPES and int_magnitude(case, group) < 2.0**53
+
+
 def judge_case(
     case: Case,
     group: Group,
@@ -150,6 +189,12 @@ def judge_case(
         op=op,
         inputs=array_inputs(case, group) if op else (),
         input_dtype=floating,
+        exclude={
+            lib for lib, api in case.apis.items() if not accepts(group, api, case.dtype, tags)
+        },
+        invalid="out-of-range-axis" in tags,
+        signed_zeros=group.family in SIGNED_ZERO_FAMILIES,
+        int_inputs=[a for a in array_inputs(case, group) if a.dtype.kind in "iu"],
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
@@ -218,7 +263,8 @@ class Replay:
             slots.append(mine)
             ref = None
             np_api = case.apis.get("numpy")
-            if np_api and case.dtype in REFERENCE_DTYPES and "numpy" in self.pool.workers:
+            group = self.groups[case.group]
+            if np_api and needs_reference(case, group) and "numpy" in self.pool.workers:
                 ref = len(calls["numpy"])
                 calls["numpy"].append(bind(self.members[(case.group, np_api)], upcast(case.values)))
             ref_slots.append(ref)
@@ -236,13 +282,15 @@ class Replay:
 
 
 def upcast(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The same values in float64 (for the reference run)."""
+    """The same values in float64, complex in complex128 (for the reference run)."""
 
     def up(v: Any) -> Any:
         if isinstance(v, BFloat16):
             return v.values.astype(np.float64)
-        if isinstance(v, np.ndarray) and v.dtype.kind == "f":
+        if isinstance(v, np.ndarray) and v.dtype.kind in "fiu":
             return v.astype(np.float64)
+        if isinstance(v, np.ndarray) and v.dtype.kind == "c":
+            return v.astype(np.complex128)
         if isinstance(v, list):
             return [up(x) for x in v]
         return v
@@ -283,8 +331,7 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
 
     masks: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         "nan": np.isnan,
-        "inf": lambda a: a == np.inf,
-        "neg-inf": lambda a: a == -np.inf,
+        "inf": np.isinf,
         "neg-zero": lambda a: (a == 0) & np.signbit(a),
         "subnormal": lambda a: (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny),
     }
@@ -300,9 +347,10 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
             if hit.any():
                 new = arr.copy()
                 new[hit] = 1
-        elif trigger in ("dtype-max", "dtype-min") and arr.dtype.kind in "iuf":
+        elif trigger == "dtype-limit" and arr.dtype.kind in "iuf":
             info = np.iinfo(arr.dtype) if arr.dtype.kind in "iu" else np.finfo(arr.dtype)
-            hit = arr >= info.max if trigger == "dtype-max" else arr <= info.min
+            with np.errstate(invalid="ignore"):
+                hit = (arr >= info.max) | (arr <= info.min)
             if hit.any():
                 new = arr.copy()
                 new[hit] = 1

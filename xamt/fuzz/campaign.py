@@ -26,7 +26,8 @@ from xamt.errors import UsageError
 from xamt.findings import SEVERITY, Finding
 from xamt.findings import to_json as finding_json
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
-from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate, pick_apis
+from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis
+from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
 from xamt.outcomes import outcome_summary
@@ -292,9 +293,9 @@ class Campaign:
         seed = int(self.rng.integers(0, 2**31))
         if pick.parent is not None:
             parent = case_from_jsonable(self.schedule.corpus_case(pick.parent))
-            return mutate(parent, group, self.rng)
+            return fit_apis(mutate(parent, group, self.rng), group)
         apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
-        return draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
+        return fit_apis(draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed), group)
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
@@ -381,6 +382,24 @@ class Campaign:
                 for b in self._pending
             ],
         }
+
+
+def fit_apis(case: Case, group: Group) -> Case:
+    """The case with each library's member replaced, where it does not accept the drawn
+    input (a lax primitive given inputs to broadcast), by the first of its members that does
+    (none: kept, and left out of the verdict)."""
+    tags = input_classes(case, group)
+    apis = dict(case.apis)
+    for lib, api in case.apis.items():
+        if not accepts(group, api, case.dtype, tags):
+            fit = [
+                m.api
+                for m in group.members
+                if m.library == lib and accepts(group, m.api, case.dtype, tags)
+            ]
+            if fit:
+                apis[lib] = fit[0]
+    return case if apis == case.apis else dataclasses.replace(case, apis=apis)
 
 
 def candidate_finding(

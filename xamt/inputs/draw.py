@@ -243,27 +243,35 @@ def _poke(
     return BFloat16(out) if isinstance(arr, BFloat16) else out
 
 
-# Namespaces whose functions do not promote their inputs (strictly typed).
-STRICT_NAMESPACES = ("jax.lax.", "tensorflow.raw_ops.")
+# Namespaces whose functions accept only what they were validated on: no promotion of their
+# inputs, no broadcasting, no negative axes (jax.lax primitives, tensorflow's raw ops), or
+# legacy operators that keep the input dtype (mxnet.nd computes log of an int32 in int32).
+STRICT_NAMESPACES = ("jax.lax.", "tensorflow.raw_ops.", "mxnet.nd.", "mxnet.ndarray.")
 FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 
-def strict(api: str) -> bool:
-    """Whether an API accepts only what it was validated on: in-place variants (the result is
-    written into the input, so its dtype cannot change) and strictly typed namespaces."""
+def inplace(api: str) -> bool:
+    """An in-place variant (``torch.Tensor.exp_``): the result is written into the input."""
     name = api.rsplit(".", 1)[-1]
-    inplace = name.endswith("_") and not name.startswith("_")
-    return inplace or api.startswith(STRICT_NAMESPACES)
+    return name.endswith("_") and not name.startswith("_")
 
 
-def accepts(group: Group, api: str, dtype: str | None) -> bool:
-    """Whether member ``api`` may be drawn for a case of ``dtype``: a strict member only for
-    the group's validation dtype or another float dtype when that is a float, and an
-    in-place member never with two array inputs (they may broadcast)."""
+def strict(api: str) -> bool:
+    """Whether an API accepts only what it was validated on: in-place variants (the result's
+    dtype cannot change) and strictly typed namespaces (:data:`STRICT_NAMESPACES`)."""
+    return inplace(api) or api.startswith(STRICT_NAMESPACES)
+
+
+def accepts(group: Group, api: str, dtype: str | None, tags: Sequence[str] = ()) -> bool:
+    """Whether member ``api`` may be drawn for (or judged on) a case of ``dtype`` with input
+    classes ``tags``: a strict member only for the group's validation dtype, or another float
+    dtype when that is a float, never with inputs to broadcast, and a strictly typed namespace
+    never with a negative axis."""
     if not strict(api):
         return True
-    name = api.rsplit(".", 1)[-1]
-    if name.endswith("_") and len(array_roles(group)) > 1:
+    if "broadcast" in tags or (inplace(api) and len(array_roles(group)) > 1):
+        return False
+    if "negative-axis" in tags and api.startswith(STRICT_NAMESPACES):
         return False
     if dtype is None or dtype == group.dtype:
         return True

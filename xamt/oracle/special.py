@@ -731,6 +731,20 @@ def expected_special(op: str, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray,
     return fixed.mask, np.where(fixed.mask, expected, 0)
 
 
+def unspecified(op: str, inputs: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Positions a rule claims without fixing the result (the standard leaves it to the
+    implementation, e.g. ``floor_divide`` by an infinity): no library can be wrong there.
+    None if ``op`` has no table for these inputs.
+
+    Raises:
+        ValueError: the inputs do not broadcast together.
+    """
+    fixed = special_cases(op, inputs)
+    if fixed is None:
+        return None
+    return (fixed.rule >= 0) & ~fixed.mask
+
+
 _EPS_BY_NAME = {"bfloat16": 2.0**-7}
 
 

@@ -23,9 +23,9 @@ and kind family, each naming one library. The rules, in order:
       departing there is blamed with confidence ``reference``;
    b. *by a high-precision reference*: numpy on the float64 upcast input, rounded to the
       libraries' dtype (so that a true result beyond float32's range is an overflow there).
-      The libraries outside the classes that agree with it are blamed (``reference``), if a
-      library other than numpy agrees with it. When no library agrees with it, every answer
-      is an artefact (an intermediate overflow, say) and nothing is blamed;
+      The libraries outside the classes that agree with it are blamed (``reference``). When
+      no library agrees with it, every answer is an artefact (an intermediate overflow, say)
+      and nothing is blamed;
    c. *by majority*: a unique largest class of agreeing libraries; the others are blamed
       (``majority``);
    d. otherwise the libraries split evenly: one ``split`` record naming every side.
@@ -38,8 +38,9 @@ Note:
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,7 @@ import numpy as np
 
 from xamt.findings import FAMILY, Confidence, Family, Kind
 from xamt.oracle.compare import IGNORED_STATUSES, Partition, _error_text, partitions
+from xamt.oracle.signature import headline
 from xamt.types import Outcome
 
 # Errors that mean "this library has no kernel for this input": a support gap, never a bug.
@@ -102,9 +104,15 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("mindspore", r"should be floating point dtype|Failed calling \w+ with"),
         ("mxnet", r"does not support boolean type"),
         ("jax", r"Boolean arguments to [\w.]+ are not implemented"),
-        # tf.experimental.numpy functions that need NumPy behaviour on tensors, which xamt does
-        # not switch on: it would change tensorflow's promotion everywhere in the process.
-        ("tensorflow", r"EagerTensor object has no attribute 'astype'"),
+        (
+            "torch",
+            r"Input dtype must be either a floating point or complex dtype|"
+            r"not intended to support complex numbers|can't be cast to the desired output type",
+        ),
+        ("mxnet", r"Do not support `?\w+`? as input"),
+        ("paddle", r"dtype should be one of \['paddle\."),
+        ("mindspore", r"must be Tensor or Number \(excluding complex\)"),
+        ("jax", r"Integers cannot be raised to negative powers"),
         ("*", r"\b(dtype|data ?type)s? .{0,60}\b(not supported|unsupported|is not allowed)"),
     )
 )
@@ -158,19 +166,39 @@ def judge(
     op: str = "",
     inputs: Sequence[np.ndarray] = (),
     input_dtype: str | None = None,
+    exclude: Collection[str] = (),
+    invalid: bool = False,
+    signed_zeros: bool = True,
+    int_inputs: Sequence[np.ndarray] = (),
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
     Args:
         outcomes: library -> outcome of one case.
-        reference: numpy on the float64 upcast input, if it was run.
+        reference: numpy on the float64 (complex128) upcast input, if it was run.
         op: the group's operation, for the array API special cases.
         inputs: the case's array inputs in role order, for the special cases.
         input_dtype: the case's floating input dtype: results are not held to more precision.
+        exclude: libraries whose bound API does not accept this input (an in-place variant
+            given a dtype it cannot hold, a lax primitive given shapes to broadcast): their
+            outcome is no evidence either way.
+        invalid: the input is outside what the array API standard allows (an axis out of
+            range): only dead processes are blamed.
+        signed_zeros: whether the sign of a zero result is fixed by the operation (IEEE 754
+            arithmetic, elementwise functions, exact copies); a reduction's or a transform's
+            is not, and only the standard's special cases can blame it.
+        int_inputs: the case's integer array inputs. A floating result whose dtype cannot
+            hold them exactly (2**31 - 1 has no float32 value) differs by conversion alone:
+            it is not blamed for its values.
     """
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
     for lib, o in outcomes.items():
+        if lib in exclude and o.status not in ("crash", "hang"):
+            continue  # (a process that dies or hangs is a bug whatever it was given)
+        if o.status == "resource" and o.error is not None:
+            # a library that raised MemoryError answered: it refused an absurd size cleanly
+            o = dataclasses.replace(o, status="error")
         if refused(o):
             support[lib] = "refused"
         elif o.status not in IGNORED_STATUSES:
@@ -180,9 +208,9 @@ def judge(
     blames: list[Blame] = []
 
     dead = [lib for lib, o in live.items() if o.status in ("crash", "hang", "resource")]
-    exhausted = [lib for lib, o in live.items() if _exhausted(o)]
-    if len(exhausted) >= 2:
-        # an input too large for everyone (a huge requested size): no evidence of a bug,
+    heavy = [lib for lib, o in live.items() if o.status == "hang" or _exhausted(o)]
+    if len(heavy) >= 2 or "numpy" in heavy:
+        # an input too heavy for everyone (a huge requested size): no evidence of a bug,
         # except a library that died outright on it
         crashes = [_dead(lib, live[lib]) for lib in sorted(dead) if live[lib].status == "crash"]
         return Judgement(blames=tuple(crashes), support=support, malformed=True)
@@ -192,22 +220,28 @@ def judge(
     returned = [lib for lib, o in live.items() if o.status == "ok"]
     raised = [lib for lib, o in live.items() if o.status == "error"]
     numpy = live.get("numpy")
+    numpy_raised = numpy is not None and numpy.status == "error"
     malformed = (
-        numpy is not None and numpy.status == "error" and _error_type(numpy) in MALFORMED_ERRORS
-    ) or (bool(raised) and not returned)
+        invalid
+        or (numpy_raised and numpy is not None and _malformed(numpy))
+        or (bool(raised) and not returned)
+    )
     if malformed:
         return Judgement(blames=tuple(blames), support=support, malformed=True)
-    if returned and raised and not (numpy is not None and numpy.status == "error"):
-        # numpy raising is a domain error here (not a malformed call): returning something
-        # instead is no evidence of a bug
-        blames.extend(_status(returned, raised, live))
+    if returned and raised:
+        if not numpy_raised:
+            blames.extend(_status(returned, raised, live))
+        elif len(returned) < len(raised):
+            # numpy raised a domain error (an empty reduction, a singular matrix) and so did
+            # most libraries: returning a value instead is the departure
+            blames.extend(_status(returned, raised, live, returned_odd=True))
 
     if len(returned) >= 2:
-        has_ref = reference is not None and reference.status == "ok"
-        ref_value = reference.value if reference is not None and has_ref else None
         values = [live[lib].value for lib in returned]
+        ref_value, has_ref = _usable_reference(reference, live)
         if has_ref:
             values, ref_value = _without_artefacts(values, ref_value)
+        values, ref_value = _without_unspecified(values, ref_value, op, inputs)
         standard = _by_standard(live, op, inputs)
         parts = [
             p
@@ -230,11 +264,90 @@ def judge(
                 )
                 if p.kind not in ("shape", "dtype")
             ]
-        if _integer_widths_differ(parts, [live[lib].value for lib in returned]):
+        outputs = [live[lib].value for lib in returned]
+        if _integer_widths_differ(parts, outputs):
             # int32 against int64 accumulation: values past int32 differ by the dtype policy
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        blames.extend(_outputs(standard, parts))
+        if not signed_zeros:
+            parts = [p for p in parts if p.kind != "signed-zero"]
+        inexact = {lib for lib in returned if not _exact_for(live[lib].value, int_inputs)}
+        blames.extend(
+            b
+            for b in _outputs(standard, parts)
+            if not (b.family == "value" and b.library in inexact)
+        )
     return Judgement(blames=tuple(blames), support=support, malformed=False)
+
+
+def _exact_for(value: Any, int_inputs: Sequence[np.ndarray]) -> bool:
+    """Whether a result's floating dtype holds every integer input exactly (non-floating
+    results always do)."""
+    dtype = np.asarray(value).dtype if isinstance(value, np.ndarray | np.generic | float) else None
+    if dtype is None or dtype.kind not in "fc" or not int_inputs:
+        return True
+    real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
+    with np.errstate(all="ignore"):
+        return all(
+            bool(np.array_equal(a.astype(real).astype(np.float64), a.astype(np.float64)))
+            and bool(np.all(np.abs(a.astype(np.float64)) < 2.0**53))
+            for a in int_inputs
+        )
+
+
+# numpy errors about the input's *domain* (an empty reduction, a singular or indefinite
+# matrix): the call is well formed, the operation has no value there.
+DOMAIN_ERRORS = re.compile(
+    r"zero-size array|no identity|empty|[Ss]ingular|not positive.definite|did not converge|"
+    r"division by zero|must be non-?negative|out of bounds for size",
+)
+
+
+def _malformed(numpy: Outcome) -> bool:
+    """Whether numpy's error says the call itself is malformed (a bad axis, shape, argument
+    type or count), rather than that the operation has no value on this input."""
+    etype = _error_type(numpy)
+    if etype not in MALFORMED_ERRORS:
+        return False
+    message = numpy.error.message if numpy.error is not None else ""
+    return not (etype == "ValueError" and DOMAIN_ERRORS.search(headline(message)))
+
+
+def _usable_reference(reference: Outcome | None, live: Mapping[str, Outcome]) -> tuple[Any, bool]:
+    """The reference's value, if it returned."""
+    if reference is None or reference.status != "ok":
+        return None, False
+    return reference.value, True
+
+
+def _without_unspecified(
+    values: list[Any], ref: Any, op: str, inputs: Sequence[np.ndarray]
+) -> tuple[list[Any], Any]:
+    """Positions where the standard leaves the result open (floor_divide by an infinity, say)
+    are no evidence: set them to 0 everywhere."""
+    from xamt.oracle import special
+
+    if not op or op not in special.SPECIAL_OPS or not inputs:
+        return values, ref
+    try:
+        open_ = special.unspecified(op, list(inputs))
+    except ValueError:
+        return values, ref
+    if open_ is None or not open_.any():
+        return values, ref
+    return _zero_at(values, ref, open_)
+
+
+def _zero_at(values: list[Any], ref: Any, where: np.ndarray) -> tuple[list[Any], Any]:
+    out = []
+    for v in values:
+        if isinstance(v, np.ndarray) and v.shape == where.shape:
+            v = v.copy()
+            v[where] = 0
+        out.append(v)
+    if isinstance(ref, np.ndarray) and ref.shape == where.shape:
+        ref = ref.copy()
+        ref[where] = 0
+    return out, ref
 
 
 # Errors that say a library ran out of memory (it answered, but the input is too large).
@@ -279,9 +392,18 @@ def _dead(lib: str, o: Outcome) -> Blame:
     )
 
 
-def _status(returned: list[str], raised: list[str], live: Mapping[str, Outcome]) -> list[Blame]:
-    if "numpy" in returned or len(raised) < len(returned):
+def _status(
+    returned: list[str],
+    raised: list[str],
+    live: Mapping[str, Outcome],
+    *,
+    returned_odd: bool = False,
+) -> list[Blame]:
+    if returned_odd:
         confidence: Confidence = "majority"
+        odd, other, verbs = returned, raised, ("returned", "raised")
+    elif "numpy" in returned or len(raised) < len(returned):
+        confidence = "majority"
         odd, other, verbs = raised, returned, ("raised", "returned")
     elif len(returned) < len(raised):
         confidence = "majority"
@@ -324,27 +446,41 @@ def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) ->
 
 
 def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
-    """Positions where the float64 reference is finite but every library's result is not
-    (an intermediate overflow everywhere) are no evidence: set them to 0 everywhere."""
+    """Positions the libraries cannot be judged on, set to 0 everywhere:
+
+    - floating results where the float64 reference is finite but every library's result is
+      not (an intermediate overflow everywhere);
+    - integer results where the exact (float64) result does not fit the integer dtype (every
+      library overflows, each its own way: wraps, saturates).
+
+    The reference of integer results is rounded to their dtype (numpy's integer functions
+    run on float64 here: the same values, exactly, where they fit).
+    """
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if (
         not isinstance(ref, np.ndarray)
         or len(arrays) != len(values)
-        or any(a.shape != ref.shape or a.dtype.kind not in "fc" for a in arrays)
+        or not arrays
+        or any(a.shape != ref.shape for a in arrays)
+        or ref.dtype.kind not in "fc"
     ):
         return values, ref
+    kinds = {a.dtype.kind for a in arrays}
     with np.errstate(all="ignore"):
-        artefact = np.isfinite(ref) & np.all([~np.isfinite(a) for a in arrays], axis=0)
+        if kinds <= {"f", "c"}:
+            artefact = np.isfinite(ref) & np.all([~np.isfinite(a) for a in arrays], axis=0)
+        elif kinds <= {"i", "u"} and ref.dtype.kind == "f" and len({a.dtype for a in arrays}) == 1:
+            info = np.iinfo(arrays[0].dtype)
+            # from 2**53 on a float64 holds no exact integer: no exact reference there either
+            limit = min(float(info.max), 2.0**53 - 1)
+            lower = max(float(info.min), -(2.0**53 - 1))
+            artefact = ~np.isfinite(ref) | (ref > limit) | (ref < lower)
+            ref = np.where(artefact, 0, np.rint(ref)).astype(arrays[0].dtype)
+        else:
+            return values, ref
     if not artefact.any():
         return values, ref
-    cleaned = []
-    for a in arrays:
-        c = a.copy()
-        c[artefact] = 0
-        cleaned.append(c)
-    ref = ref.copy()
-    ref[artefact] = 0
-    return cleaned, ref
+    return _zero_at(values, ref, artefact)
 
 
 def _by_partition(part: Partition) -> list[Blame]:
@@ -355,7 +491,7 @@ def _by_partition(part: Partition) -> list[Blame]:
         right_libs = {lib for c in right for lib in part.names(c)}
         if not right:
             return []  # nobody matches the reference: every answer is an artefact
-        if right_libs - {"numpy"}:
+        if right_libs:
             major = max(right, key=lambda c: len(c.members))
             return [
                 Blame(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -140,16 +141,23 @@ def _with(case: Case, group: Group, new: dict[tuple[str, int], np.ndarray]) -> C
 
 
 def _dtype(case: Case, group: Group) -> Iterator[Case]:
+    found = in_validation_dtype(case, group)
+    if found is not None:
+        yield found
+
+
+def in_validation_dtype(case: Case, group: Group) -> Case | None:
     """The case in the group's validation dtype (values cast; a cast that loses a special
-    value simply fails to keep the finding)."""
+    value simply fails to keep the finding), or None if it is in it already."""
     target = group.dtype
     if case.dtype == target or target == "bfloat16":
-        return
+        return None
     arrays = _arrays(case, group)
     if not arrays:
-        return
+        return None
     values = dict(case.values)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         cast = {key: arr.astype(target) for key, arr in arrays.items()}
     for (role, i), arr in cast.items():
         if isinstance(values[role], list):
@@ -158,7 +166,7 @@ def _dtype(case: Case, group: Group) -> Iterator[Case]:
             values[role] = items
         else:
             values[role] = arr
-    yield replace(case, dtype=target, values=values)
+    return replace(case, dtype=target, values=values)
 
 
 def _defaults(case: Case, group: Group) -> Iterator[Case]:

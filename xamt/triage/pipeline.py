@@ -6,7 +6,8 @@ For each reproduced finding not triaged yet:
    dtype: the same library, callable, kind family and error type), trying the group's
    validation dtype first, so that one root cause met in several dtypes becomes one finding;
 2. find the **trigger**: the one input class the minimized case still needs. Each class the
-   case holds (:data:`xamt.replay.TRIGGERS`) is removed in turn (:func:`xamt.replay.neutralized`);
+   case holds (:data:`xamt.replay.TRIGGER_TAGS`) is removed in turn
+   (:func:`xamt.replay.neutralized`), for all findings in one batch;
    the first whose removal makes the root disappear is the trigger, ``"ordinary"`` if none;
 3. re-run the minimized case for the outputs the finding shows, **classify** it against the
    known differences, write its **repro scripts**, and store it under its final signature,
@@ -15,6 +16,7 @@ For each reproduced finding not triaged yet:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +30,6 @@ from xamt.known import KnownDifference
 from xamt.oracle.signature import signature_of
 from xamt.outcomes import outcome_summary
 from xamt.replay import (
-    TRIGGERS,
     Replay,
     Replayed,
     Signed,
@@ -37,10 +38,11 @@ from xamt.replay import (
     judge_case,
     neutralized,
     trigger_of,
+    triggers_in,
 )
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import Store
-from xamt.triage.minimize import Predicate, element_count, minimize
+from xamt.triage.minimize import Predicate, element_count, in_validation_dtype, minimize
 from xamt.triage.repro import write_repro
 from xamt.types import Case
 from xamt.workers.pool import WorkerPool
@@ -81,19 +83,44 @@ def pool_predicate(replay: Replay) -> Predicate:
     return run
 
 
+def needed_triggers(
+    items: Sequence[tuple[Case, Group, str, Sequence[str]]], predicate: Predicate
+) -> list[str]:
+    """For each (case, group, root, tags): the first trigger class the case holds whose
+    removal loses ``root``, ``"ordinary"`` if none. Every variant of every case runs in one
+    batch (a few round trips for a whole campaign's findings)."""
+    variants: list[list[tuple[str, Case | None]]] = [
+        [(t, neutralized(case, group, t)) for t in triggers_in(tags)]
+        for case, group, _root, tags in items
+    ]
+    flat = [v for vs in variants for _, v in vs if v is not None]
+    shown = iter(predicate(flat) if flat else [])
+    out = []
+    for (_case, _group, root, _tags), vs in zip(items, variants, strict=True):
+        found = None
+        for t, v in vs:
+            if v is None:
+                continue
+            if root not in next(shown) and found is None:
+                found = t
+        untested = [t for t, v in vs if v is None]
+        out.append(found or (untested[0] if untested else "ordinary"))
+    return out
+
+
 def needed_trigger(
     case: Case, group: Group, root: str, predicate: Predicate, tags: Sequence[str]
 ) -> str:
     """The first input class of ``case`` whose removal loses ``root`` (one batch of runs)."""
-    present = [t for t in TRIGGERS if t in tags]
-    variants = [(t, neutralized(case, group, t)) for t in present]
-    tested = [(t, v) for t, v in variants if v is not None]
-    shown = predicate([v for _, v in tested]) if tested else []
-    for (t, _), roots in zip(tested, shown, strict=True):
-        if root not in roots:
-            return t
-    untested = [t for t, v in variants if v is None]
-    return untested[0] if untested else "ordinary"
+    return needed_triggers([(case, group, root, tags)], predicate)[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Shrunk:
+    finding: Finding
+    original: Case
+    current: Case
+    minimization: Minimization
 
 
 def triage(
@@ -110,63 +137,103 @@ def triage(
 ) -> TriageSummary:
     """Minimize, find the trigger of, classify and script every finding not triaged yet.
 
-    Past ``max_seconds`` the remaining findings are classified and scripted with their
-    original case (their minimization ``stop`` is ``"skipped"``) and the first trigger their
-    case holds.
+    Past ``max_seconds`` the remaining findings are not minimized (their minimization
+    ``stop`` is ``"skipped"``); every finding still gets its trigger by necessity, in one
+    batched pass over all of them (hangs excepted: their trigger is their case's first).
     """
     started = time.monotonic()
     replay = Replay(pool, groups)
     predicate = pool_predicate(replay)
-    before, after = [], []
-    documented = 0
     rows = [r for r in store.findings(campaign) if r.group in groups]
     todo = [r for r in rows if not r.finding.triaged]
+    shrunk: list[_Shrunk] = []
     for n, row in enumerate(todo, 1):
         if not SIGNATURE_PATTERN.fullmatch(row.signature):
             raise XamtError(f"{store.path}: finding signature {row.signature!r} is malformed")
         f = row.finding
         group = groups[row.group]
         original = case_from_jsonable(f.original_case or f.case)
-        progress(f"triage {n}/{len(todo)}: {f.key}")
         cap = CALL_CAPS.get(f.kind)
         if max_seconds is not None and time.monotonic() - started > max_seconds:
             cap = 0
-        root = root_of(f)
+        if cap != 0:
+            progress(f"minimize {n}/{len(todo)}: {f.key}")
         result = minimize(
             original,
-            root,
+            root_of(f),
             group,
             predicate,
             **({"max_calls": cap} if cap is not None else {}),
         )
-        current = result.case
-        rerun: Replayed | None = None
-        if cap == 0:
-            trigger = trigger_of(f.input_classes)
-        else:
-            rerun = replay.run([current])[0]
-            trigger = needed_trigger(current, group, root, predicate, rerun.tags)
-        final = _final(f, current, group, root, trigger, rerun, known)
-        final = final.replace(
-            original_case=case_to_jsonable(original),
-            minimization=Minimization(
-                calls=result.calls,
-                seconds=round(result.seconds, 2),
-                stop="skipped" if cap == 0 else result.stop,
-                accepted=result.accepted,
-                elements_before=element_count(original, group),
-                elements_after=element_count(current, group),
-            ),
+        shrunk.append(
+            _Shrunk(
+                finding=f,
+                original=original,
+                current=result.case,
+                minimization=Minimization(
+                    calls=result.calls,
+                    seconds=round(result.seconds, 2),
+                    stop="skipped" if cap == 0 else result.stop,
+                    accepted=result.accepted,
+                    elements_before=element_count(original, group),
+                    elements_after=element_count(result.case, group),
+                ),
+            )
+        )
+    # findings not minimized still move to the group's validation dtype when they can (one
+    # batch), so that one root cause met in several dtypes is one finding
+    skipped = [
+        (i, moved)
+        for i, s in enumerate(shrunk)
+        if s.minimization.stop == "skipped" and s.finding.kind != "hang"
+        for moved in [in_validation_dtype(s.current, groups[s.finding.group])]
+        if moved is not None
+    ]
+    if skipped:
+        progress(f"dtype: trying {len(skipped)} findings in their group's validation dtype")
+        shown = predicate([moved for _, moved in skipped])
+        for (i, moved), roots in zip(skipped, shown, strict=True):
+            if root_of(shrunk[i].finding) in roots:
+                shrunk[i] = dataclasses.replace(shrunk[i], current=moved)
+    # one batched re-run of every minimized case, then one of their trigger variants
+    rerunnable = [i for i, s in enumerate(shrunk) if s.finding.kind != "hang"]
+    progress(f"triggers: re-running {len(rerunnable)} minimized cases and their variants")
+    rerun_of: dict[int, Replayed] = dict(
+        zip(rerunnable, replay.run([shrunk[i].current for i in rerunnable]), strict=True)
+    )
+    needed = needed_triggers(
+        [
+            (
+                shrunk[i].current,
+                groups[shrunk[i].finding.group],
+                root_of(shrunk[i].finding),
+                rerun_of[i].tags,
+            )
+            for i in rerunnable
+        ],
+        predicate,
+    )
+    trigger_at = dict(zip(rerunnable, needed, strict=True))
+    documented = 0
+    before, after = [], []
+    for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
+        f, group = s.finding, groups[s.finding.group]
+        rerun = rerun_of.get(i)
+        trigger = trigger_at.get(i) or trigger_of(f.input_classes)
+        final = _final(f, s.current, group, root_of(f), trigger, rerun, known).replace(
+            original_case=case_to_jsonable(s.original),
+            minimization=s.minimization,
             versions=dict(versions),
             triaged=True,
         )
         documented += final.classification == "documented-difference"
         members = {
-            lib: next(m for m in group.members if m.api == api) for lib, api in current.apis.items()
+            lib: next(m for m in group.members if m.api == api)
+            for lib, api in s.current.apis.items()
         }
         scripts = write_repro(
             out_dir / "repro" / final.signature,
-            case=current,
+            case=s.current,
             members=members,
             versions=versions,
             signature=final.signature,
@@ -176,8 +243,8 @@ def triage(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
         store.rekey_finding(row.signature, final.signature, to_json(final))
-        before.append(element_count(original, group))
-        after.append(element_count(current, group))
+        before.append(s.minimization.elements_before)
+        after.append(s.minimization.elements_after)
     return TriageSummary(
         findings=len(todo),
         documented=documented,

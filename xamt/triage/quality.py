@@ -5,7 +5,8 @@ library, a ``documented-difference`` (intended, with the documentation's link), 
 ``fuzzer-fault`` (the library is right: the call is invalid for everyone, an overflow
 artefact, a support refusal, a wrong binding, the majority is wrong). :func:`evaluate` replays
 every case through the same engine as a campaign and asks whether the verdict makes that
-library a *suspected bug* of the entry's kind family. Precision is the share of predicted
+library a *suspected bug* (of any kind: a library that returns garbage where it should raise
+may be labelled a wrong value and found as a status departure). Precision is the share of predicted
 suspected bugs that are labelled ``bug``; recall the share of ``bug`` entries predicted.
 """
 
@@ -23,6 +24,8 @@ from xamt.known import KnownDifference
 from xamt.replay import Replay, classify_blame
 from xamt.serialize import case_from_jsonable
 from xamt.types import Case
+
+BATCH = 24
 
 Label = Literal["bug", "documented-difference", "fuzzer-fault"]
 LABELS: tuple[Label, ...] = get_args(Label)
@@ -46,8 +49,8 @@ class Judged:
     """What the classifier made of one labelled entry."""
 
     entry: Labelled
-    suspected: bool  # the library is a suspected bug of the entry's kind family
-    classification: str  # what the library's blame of that family was classified, or "none"
+    suspected: bool  # the library is a suspected bug in this case
+    classification: str  # how its blames were classified ("suspected-bug" if any), or "none"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,18 +115,25 @@ def evaluate(
     replay: Replay,
     known: Sequence[KnownDifference],
 ) -> Quality:
-    """Replay every entry's case and judge its library (cases run in one batch)."""
-    results = replay.run([e.case for e in entries])
+    """Replay every entry's case and judge its library (cases run in batches of
+    :data:`BATCH`, as a campaign runs them)."""
+    results = [
+        r
+        for start in range(0, len(entries), BATCH)
+        for r in replay.run([e.case for e in entries[start : start + BATCH]])
+    ]
     judged = []
     for entry, result in zip(entries, results, strict=True):
         group = replay.groups[entry.case.group]
-        classification = "none"
-        for signed in result.signed:
-            blame = signed.blame
-            if blame.library != entry.library or blame.family != FAMILY[entry.kind]:
-                continue
-            classification = classify_blame(known, signed, entry.case, group)[0]
-            break
+        # the library's blames in this case, of the entry's kind family first
+        mine = sorted(
+            (s for s in result.signed if s.blame.library == entry.library),
+            key=lambda s: s.blame.family != FAMILY[entry.kind],
+        )
+        labels = [classify_blame(known, s, entry.case, group)[0] for s in mine]
+        classification = (
+            "suspected-bug" if "suspected-bug" in labels else next(iter(labels), "none")
+        )
         if classification == "none" and result.judgement.support.get(entry.library) == "refused":
             classification = "refused"
         judged.append(
