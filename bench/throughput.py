@@ -30,17 +30,10 @@ import psutil
 
 from xamt import envs
 from xamt.catalog import model
-from xamt.fuzz.campaign import (
-    BATCH,
-    LOOKAHEAD,
-    Submitted,
-    execute_cases,
-    select_groups,
-    submit_cases,
-)
+from xamt.fuzz.campaign import BATCH, LOOKAHEAD, select_groups
 from xamt.inputs.draw import draw_case, pick_apis
 from xamt.libraries import library_names
-from xamt.oracle.compare import compare
+from xamt.replay import Replay, Submitted
 from xamt.workers.pool import WorkerPool
 
 COMMON = (
@@ -63,7 +56,6 @@ def main() -> int:
     libs = list(library_names())
     groups = [g for g in select_groups(model.load(), libs) if g.id in COMMON]
     by_id = {g.id: g for g in groups}
-    members = {(g.id, m.api): m for g in groups for m in g.members}
     rng = np.random.default_rng(opts.seed)
     cores = os.cpu_count() or 1
     print(f"{len(groups)} groups: {' '.join(sorted(by_id))}; {cores} cores")
@@ -78,9 +70,10 @@ def main() -> int:
 
     with WorkerPool({lib: envs.interpreter(lib) for lib in libs}) as pool:
         pool.start()
+        replay = Replay(pool, by_id)
         warm = cases(opts.warmup)
         for i in range(0, len(warm), opts.batch):
-            execute_cases(pool, warm[i : i + opts.batch], by_id, members)
+            replay.run(warm[i : i + opts.batch])
         todo = cases(opts.cases)
         per_lib: dict[str, float] = defaultdict(float)
         statuses: Counter[str] = Counter()
@@ -93,15 +86,14 @@ def main() -> int:
         for k in range(len(batches)):
             # as a campaign does: later batches queued while this one is compared
             while len(pending) < opts.lookahead and k + len(pending) < len(batches):
-                pending.append(submit_cases(pool, batches[k + len(pending)], by_id, members))
-            outcomes, refs = pending.popleft().collect()
-            for outs, ref in zip(outcomes, refs, strict=True):
-                found += bool(compare(outs, reference=ref))
-                for lib, o in outs.items():
+                pending.append(replay.submit(batches[k + len(pending)]))
+            for result in pending.popleft().collect():
+                found += bool(result.signed)
+                for lib, o in result.outcomes.items():
                     per_lib[lib] += o.cpu or 0.0
                     statuses[o.status] += 1
-            if refs and refs[0] is not None:
-                per_lib["numpy"] += sum(r.cpu or 0.0 for r in refs if r is not None)
+                if result.reference is not None:
+                    per_lib["numpy"] += result.reference.cpu or 0.0
         wall = time.perf_counter() - started
         procs = {lib: t - procs0[lib] for lib, t in process_cpu(pool).items()}
         cpu = time.process_time() - cpu0

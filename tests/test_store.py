@@ -432,3 +432,62 @@ def test_upsert_finding_across_campaigns(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="no campaign 99"):
             store.upsert_finding(signature="s1", campaign=99, payload=finding_payload())
         assert store.findings()[0].occurrences == 3  # the failed upsert changed nothing
+
+
+def test_rekey_joins_an_existing_finding(tmp_path: Path) -> None:
+    """Triage moves a finding to the signature of its trigger: it joins a finding of the same
+    root cause met through another case (occurrences add up, campaigns join, the earliest
+    first sighting stays), or takes the new name alone."""
+    with Store(tmp_path / "x.sqlite") as store:
+        a = store.start_campaign(name="a", config={})
+        b = store.start_campaign(name="b", config={})
+        store.upsert_finding(signature="old", campaign=a, payload=finding_payload(note="1"))
+        store.upsert_finding(signature="old", campaign=a, payload=finding_payload(note="2"))
+        store.upsert_finding(signature="new", campaign=b, payload=finding_payload(note="3"))
+        first_old = store.finding("old").first_seen
+        store.rekey_finding("old", "new", finding_payload(note="triaged"))
+        rows = {r.signature: r for r in store.findings()}
+        assert set(rows) == {"new"}
+        assert rows["new"].occurrences == 3 and rows["new"].campaigns == (a, b)
+        assert rows["new"].first_seen == first_old and rows["new"].payload["note"] == "triaged"
+        store.rekey_finding("new", "newer", finding_payload(note="again"))
+        assert [r.signature for r in store.findings()] == ["newer"]
+        with pytest.raises(StoreError, match="no finding"):
+            store.rekey_finding("gone", "x", finding_payload())
+
+
+def test_import_finding_keeps_counts_and_dates(tmp_path: Path) -> None:
+    with Store(tmp_path / "x.sqlite") as store:
+        a = store.start_campaign(name="a", config={})
+        b = store.start_campaign(name="b", config={})
+        store.import_finding(
+            signature="s",
+            campaign=a,
+            payload=finding_payload(note="early"),
+            occurrences=4,
+            first_seen="2026-01-01T00:00:00.000Z",
+            last_seen="2026-01-02T00:00:00.000Z",
+        )
+        store.import_finding(
+            signature="s",
+            campaign=b,
+            payload=finding_payload(note="late"),
+            occurrences=3,
+            first_seen="2026-02-01T00:00:00.000Z",
+            last_seen="2026-02-02T00:00:00.000Z",
+        )
+        row = store.finding("s")
+        assert row.occurrences == 7 and row.campaigns == (a, b)
+        assert row.first_seen.startswith("2026-01-01") and row.last_seen.startswith("2026-02-02")
+        assert row.payload["note"] == "late"
+
+
+def test_store_of_schema_1_is_refused_with_a_way_out(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=r"older xamt.*start a new store"):
+        Store(path)

@@ -105,3 +105,13 @@ def test_neutralized_removes_exactly_one_class() -> None:
     )
     assert scalar is not None and scalar.values["x1"].shape == (1,)
     assert neutralized(c, GROUP, "subnormal") is None  # nothing to remove
+
+
+def test_dtypes_are_simplified_to_the_validation_dtype_then_the_kind_canonical() -> None:
+    from xamt.triage.minimize import in_canonical_dtypes
+
+    c = case(np.array([1, 2], np.int64), np.array([3, 4], np.int64))
+    moved = in_canonical_dtypes(c, GROUP)
+    assert [m.dtype for m in moved] == ["float32", "int32"]
+    assert moved[1].values["x1"].dtype == np.int32
+    assert in_canonical_dtypes(case(np.ones(2, np.float32), np.ones(2, np.float32)), GROUP) == []

@@ -284,3 +284,17 @@ def test_results_are_held_to_their_input_precision() -> None:
     outs = [ok("numpy", a), ok("jax", b), ok("mindspore", b)]
     assert blamed(outs, input_dtype="float16") == set()
     assert blamed(outs, input_dtype="float32") == {("value", "numpy", "majority")}
+
+
+def test_a_wrong_dtype_and_the_wrong_values_it_causes_are_one_blame() -> None:
+    """mxnet.np.sqrt of int32 stays int32 (truncated): one value blame naming the dtype."""
+    x = np.array([2.0, 3.0, 8.0])
+    outs = [
+        ok("numpy", np.sqrt(x)),
+        ok("torch", np.sqrt(x).astype(F32)),
+        ok("jax", np.sqrt(x)),
+        ok("mxnet", np.sqrt(x).astype(np.int32)),
+    ]
+    j = judge({o.library: o for o in outs})
+    mine = [b for b in j.blames if b.library == "mxnet"]
+    assert [b.family for b in mine] == ["value"] and "dtype" in mine[0].detail

@@ -425,16 +425,23 @@ def _status(
 
 
 def _outputs(standard: Sequence[Blame], parts: Sequence[Partition]) -> list[Blame]:
-    blamed: set[tuple[str, str]] = set()  # (library, family)
-    out: list[Blame] = []
+    """One blame per library and family; a library's wrong dtype and wrong values on one
+    input are one misbehaviour (integers in, truncated integers out): the value blame stays,
+    naming the dtype too."""
+    blamed: dict[tuple[str, str], Blame] = {}  # (library, family)
     for blame in [*standard, *(b for part in parts for b in _by_partition(part))]:
         sides = blame.library.split("+")
         if blame.split and any((lib, blame.family) in blamed for lib in sides):
             continue
-        if (blame.library, blame.family) not in blamed:
-            blamed.add((blame.library, blame.family))
-            out.append(blame)
-    return out
+        blamed.setdefault((blame.library, blame.family), blame)
+    for (lib, family), blame in list(blamed.items()):
+        value = blamed.get((lib, "value"))
+        if family == "dtype" and value is not None and not blame.split:
+            del blamed[(lib, family)]
+            blamed[(lib, "value")] = dataclasses.replace(
+                value, detail=f"{value.detail}; {blame.detail}"
+            )
+    return list(blamed.values())
 
 
 def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) -> bool:

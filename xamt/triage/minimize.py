@@ -2,8 +2,9 @@
 
 Deterministic passes, tried in order until none makes progress or a cap is hit:
 
-0. **dtype**: the same values in the group's validation dtype (float32 for most groups), so
-   one root cause met in several dtypes minimizes to one case and one signature;
+0. **dtype**: the same values in the group's validation dtype (float32 for most groups), or
+   else in the canonical dtype of their kind (int32 for integers, float32, complex64), so one
+   root cause met in several dtypes minimizes to one case and one signature;
 1. **defaults**: drop optional parameters (``keepdims``, an optional ``axis``);
 2. **shapes**: slice every array to length 1 or half along one dimension, flatten to the
    first 1-3 elements, or take the first element as a 0-d array (arrays of one shape shrink
@@ -140,16 +141,47 @@ def _with(case: Case, group: Group, new: dict[tuple[str, int], np.ndarray]) -> C
     return replace(case, values=values)
 
 
+# The canonical dtype of each dtype kind: a root cause met in int64 and int32 is one finding,
+# made in int32, when it shows there.
+CANONICAL_DTYPE = {
+    "float16": "float32",
+    "bfloat16": "float32",
+    "float64": "float32",
+    "int8": "int32",
+    "int16": "int32",
+    "int64": "int32",
+    "uint8": "int32",
+    "uint16": "int32",
+    "uint32": "int32",
+    "uint64": "int32",
+    "bool": "int32",
+    "complex128": "complex64",
+}
+
+
 def _dtype(case: Case, group: Group) -> Iterator[Case]:
-    found = in_validation_dtype(case, group)
-    if found is not None:
-        yield found
+    yield from in_canonical_dtypes(case, group)
+
+
+def in_canonical_dtypes(case: Case, group: Group) -> list[Case]:
+    """The case in simpler dtypes, in order: the group's validation dtype, then the canonical
+    dtype of its kind (:data:`CANONICAL_DTYPE`). Values are cast; a cast that loses what the
+    finding needs simply fails to keep it."""
+    out = []
+    for target in dict.fromkeys((group.dtype, CANONICAL_DTYPE.get(case.dtype, case.dtype))):
+        moved = in_dtype(case, group, target)
+        if moved is not None:
+            out.append(moved)
+    return out
 
 
 def in_validation_dtype(case: Case, group: Group) -> Case | None:
-    """The case in the group's validation dtype (values cast; a cast that loses a special
-    value simply fails to keep the finding), or None if it is in it already."""
-    target = group.dtype
+    """The case in the group's validation dtype, or None if it is in it already."""
+    return in_dtype(case, group, group.dtype)
+
+
+def in_dtype(case: Case, group: Group, target: str) -> Case | None:
+    """The case with its arrays cast to ``target`` (None: already, or not castable)."""
     if case.dtype == target or target == "bfloat16":
         return None
     arrays = _arrays(case, group)

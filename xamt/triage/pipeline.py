@@ -42,7 +42,7 @@ from xamt.replay import (
 )
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import Store
-from xamt.triage.minimize import Predicate, element_count, in_validation_dtype, minimize
+from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
 from xamt.types import Case
 from xamt.workers.pool import WorkerPool
@@ -180,21 +180,22 @@ def triage(
                 ),
             )
         )
-    # findings not minimized still move to the group's validation dtype when they can (one
-    # batch), so that one root cause met in several dtypes is one finding
-    skipped = [
-        (i, moved)
+    # findings not minimized still move to a simpler dtype when they can (a batch per
+    # candidate dtype), so that one root cause met in several dtypes is one finding
+    options = {
+        i: in_canonical_dtypes(s.current, groups[s.finding.group])
         for i, s in enumerate(shrunk)
         if s.minimization.stop == "skipped" and s.finding.kind != "hang"
-        for moved in [in_validation_dtype(s.current, groups[s.finding.group])]
-        if moved is not None
-    ]
-    if skipped:
-        progress(f"dtype: trying {len(skipped)} findings in their group's validation dtype")
-        shown = predicate([moved for _, moved in skipped])
-        for (i, moved), roots in zip(skipped, shown, strict=True):
+    }
+    for round_ in range(2):
+        moves = [(i, found[round_]) for i, found in options.items() if len(found) > round_]
+        if not moves:
+            break
+        progress(f"dtype: trying {len(moves)} findings in a simpler dtype")
+        for (i, moved), roots in zip(moves, predicate([m for _, m in moves]), strict=True):
             if root_of(shrunk[i].finding) in roots:
                 shrunk[i] = dataclasses.replace(shrunk[i], current=moved)
+                del options[i]
     # one batched re-run of every minimized case, then one of their trigger variants
     rerunnable = [i for i, s in enumerate(shrunk) if s.finding.kind != "hang"]
     progress(f"triggers: re-running {len(rerunnable)} minimized cases and their variants")
