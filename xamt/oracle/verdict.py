@@ -273,7 +273,7 @@ def judge(
         inexact = {lib for lib in returned if not _exact_for(live[lib].value, int_inputs)}
         blames.extend(
             b
-            for b in _outputs(standard, parts)
+            for b in _outputs(standard, parts, live)
             if not (b.family == "value" and b.library in inexact)
         )
     return Judgement(blames=tuple(blames), support=support, malformed=False)
@@ -424,10 +424,12 @@ def _status(
     return out
 
 
-def _outputs(standard: Sequence[Blame], parts: Sequence[Partition]) -> list[Blame]:
-    """One blame per library and family; a library's wrong dtype and wrong values on one
-    input are one misbehaviour (integers in, truncated integers out): the value blame stays,
-    naming the dtype too."""
+def _outputs(
+    standard: Sequence[Blame], parts: Sequence[Partition], live: Mapping[str, Outcome]
+) -> list[Blame]:
+    """One blame per library and family; a library that returns integers where the others
+    return floats, and wrong values because of it (integers in, truncated integers out),
+    shows one misbehaviour: the value blame stays, naming the dtype too."""
     blamed: dict[tuple[str, str], Blame] = {}  # (library, family)
     for blame in [*standard, *(b for part in parts for b in _by_partition(part))]:
         sides = blame.library.split("+")
@@ -436,7 +438,8 @@ def _outputs(standard: Sequence[Blame], parts: Sequence[Partition]) -> list[Blam
         blamed.setdefault((blame.library, blame.family), blame)
     for (lib, family), blame in list(blamed.items()):
         value = blamed.get((lib, "value"))
-        if family == "dtype" and value is not None and not blame.split:
+        keeps_integers = lib in live and np.asarray(live[lib].value).dtype.kind in "iub"
+        if family == "dtype" and value is not None and not blame.split and keeps_integers:
             del blamed[(lib, family)]
             blamed[(lib, "value")] = dataclasses.replace(
                 value, detail=f"{value.detail}; {blame.detail}"
