@@ -298,3 +298,12 @@ def test_a_wrong_dtype_and_the_wrong_values_it_causes_are_one_blame() -> None:
     j = judge({o.library: o for o in outs})
     mine = [b for b in j.blames if b.library == "mxnet"]
     assert [b.family for b in mine] == ["value"] and "dtype" in mine[0].detail
+
+
+def test_structured_outputs_of_different_shapes_are_judged() -> None:
+    """histogram returns (counts, edges) of different lengths and dtypes."""
+    a = (np.array([0, 1], np.int64), np.array([0.0, 0.5, 1.0]))
+    b = (np.array([0.0, 1.0], F32), np.array([0.0, 0.5, 1.0], F32))
+    c = (np.array([1.0, 0.0], F32), np.array([0.0, 0.5, 1.0], F32))
+    got = blamed([ok("numpy", a), ok("mindspore", b), ok("mxnet", b), ok("jax", c)])
+    assert ("value", "jax", "majority") in got

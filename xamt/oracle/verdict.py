@@ -438,7 +438,8 @@ def _outputs(
         blamed.setdefault((blame.library, blame.family), blame)
     for (lib, family), blame in list(blamed.items()):
         value = blamed.get((lib, "value"))
-        keeps_integers = lib in live and np.asarray(live[lib].value).dtype.kind in "iub"
+        mine = live[lib].value if lib in live else None
+        keeps_integers = isinstance(mine, np.ndarray) and mine.dtype.kind in "iub"
         if family == "dtype" and value is not None and not blame.split and keeps_integers:
             del blamed[(lib, family)]
             blamed[(lib, "value")] = dataclasses.replace(
