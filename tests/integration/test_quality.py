@@ -46,8 +46,13 @@ def test_labelled_corpus_precision_and_recall(pythons: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("label", ["bug", "fuzzer-fault"])
 def test_the_verdict_is_stable_across_fresh_workers(label: str, pythons: dict[str, str]) -> None:
-    """Replaying a slice of the corpus in new processes gives the same classifications."""
-    entries = [e for e in load_corpus(CORPUS) if e.label == label][:10]
+    """Replaying a slice of the corpus in new processes gives the same classifications.
+
+    Wrong results only: whether a segfault on garbage memory happens again is the process's
+    nondeterminism (reproduction in fresh workers sorts those), not the verdict's.
+    """
+    chosen = [e for e in load_corpus(CORPUS) if e.label == label]
+    entries = [e for e in chosen if e.kind not in ("crash", "hang", "resource")][:10]
     groups = corpus_groups(entries, model.load())
     seen = []
     for _ in range(2):
