@@ -34,25 +34,13 @@ from xamt.oracle.signature import canonical_callable, normalize_message, signatu
 from xamt.oracle.verdict import Blame, Judgement, judge
 from xamt.types import Call, Case, Outcome
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import BFloat16
+from xamt.workers.protocol import DTYPE_NAMES, BFloat16
 
 # Input dtypes whose cases also run numpy on the float64 (complex128) upcast input, as the
 # reference: low-precision floats and complex, and integers (whose exact results it gives
 # where they fit the integer dtype).
-REFERENCE_DTYPES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "complex64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-)
+INTEGER_DTYPES = tuple(name for name in DTYPE_NAMES if name.startswith(("int", "uint")))
+REFERENCE_DTYPES = ("float16", "bfloat16", "float32", "complex64", *INTEGER_DTYPES)
 # The input classes a finding can need, most specific first: the trigger vocabulary, each
 # trigger with the input-class tags (``xamt.inputs.tags``) it stands for.
 TRIGGER_TAGS: dict[str, tuple[str, ...]] = {

@@ -44,6 +44,7 @@ from markupsafe import Markup
 import xamt
 from xamt.findings import CLASSIFICATIONS, KINDS, Document, Finding, load_document
 from xamt.serialize import from_jsonable
+from xamt.triage.repro import ValueCode
 from xamt.workers.protocol import BFloat16, DType
 
 if TYPE_CHECKING:
@@ -453,8 +454,8 @@ def _scalar_code(x: Any) -> tuple[str, bool]:
     return repr(value), False
 
 
-class _CallCode:
-    """Turns call values into code for one library."""
+class _CallCode(ValueCode):
+    """Turns call values into code for one library, on one line."""
 
     def __init__(self, library: str, api: str) -> None:
         self.library = library
@@ -482,23 +483,16 @@ class _CallCode:
             dtype = "float32"
         return template.format(data=self._data(arr.tolist()), dtype=self._dtype_name(dtype))
 
-    def value(self, v: Any) -> str:
+    def array(self, v: BFloat16 | np.ndarray) -> str:
         if isinstance(v, BFloat16):
             return self.tensor(v.values, "bfloat16")
-        if isinstance(v, np.ndarray):
-            return self.tensor(v, v.dtype.name)
-        if isinstance(v, DType):
-            return DTYPE_CODE.get(self.library, "'{}'").format(self._dtype_name(v.name))
-        if isinstance(v, tuple):
-            inner = ", ".join(self.value(x) for x in v)
-            return f"({inner},)" if len(v) == 1 else f"({inner})"
-        if isinstance(v, list):
-            return "[" + ", ".join(self.value(x) for x in v) + "]"
-        if v is None or isinstance(v, str):
-            return repr(v)
-        if isinstance(v, np.generic):
-            v = v.item()
-        code, needs = _scalar_code(v)
+        return self.tensor(v, v.dtype.name)
+
+    def dtype(self, name: str) -> str:
+        return DTYPE_CODE.get(self.library, "'{}'").format(self._dtype_name(name))
+
+    def scalar(self, x: Any) -> str:
+        code, needs = _scalar_code(x)
         self.math |= needs
         return code
 

@@ -151,7 +151,37 @@ def _array_literal(arr: np.ndarray, dtype: str) -> str:
     return f"numpy.array([{values}], dtype='{dtype}').reshape({tuple(arr.shape)!r})"
 
 
-class _Renderer:
+class ValueCode:
+    """Python code for a call's values (arrays, dtypes, tuples, lists, scalars); subclasses
+    say how an array, a dtype and a scalar look for their library."""
+
+    def value(self, v: Any) -> str:
+        if isinstance(v, BFloat16 | np.ndarray):
+            return self.array(v)
+        if isinstance(v, DType):
+            return self.dtype(v.name)
+        if isinstance(v, tuple):
+            inner = ", ".join(self.value(x) for x in v)
+            return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, list):
+            return "[" + ", ".join(self.value(x) for x in v) + "]"
+        if v is None or isinstance(v, str):
+            return repr(v)
+        if isinstance(v, np.generic):
+            v = v.item()
+        return self.scalar(v)
+
+    def array(self, v: BFloat16 | np.ndarray) -> str:
+        raise NotImplementedError
+
+    def dtype(self, name: str) -> str:
+        raise NotImplementedError
+
+    def scalar(self, x: Any) -> str:
+        return _scalar(x)
+
+
+class _Renderer(ValueCode):
     """Turns call values into code for one library, collecting large arrays for an npz."""
 
     def __init__(self, library: str, api: str) -> None:
@@ -160,34 +190,26 @@ class _Renderer:
         self.arrays: list[str] = []
         self.npz: dict[str, np.ndarray] = {}
 
-    def value(self, v: Any) -> str:
-        if isinstance(v, BFloat16 | np.ndarray):
-            bf16 = isinstance(v, BFloat16)
-            arr = v.values if isinstance(v, BFloat16) else v
-            dtype = "float32" if bf16 else arr.dtype.name
-            name = f"a{len(self.arrays)}"
-            if arr.size <= INLINE_LIMIT:
-                self.arrays.append(f"    {name} = {_array_literal(arr, dtype)}")
-            else:
-                self.npz[name] = arr
-                self.arrays.append(f"    {name} = numpy.load(_HERE / 'inputs.npz')['{name}']")
-            template = TO_NATIVE[self.library]
-            if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
-                template = MXNET_NP
-            code = template.format(name)
-            if bf16:
-                code = BF16_CAST.get(self.library, "{}").format(code)  # none: float32 stays
-            return code
-        if isinstance(v, DType):
-            return DTYPE_EXPR[self.library].format(v.name)
-        if isinstance(v, tuple):
-            inner = ", ".join(self.value(x) for x in v)
-            return f"({inner},)" if len(v) == 1 else f"({inner})"
-        if isinstance(v, list):
-            return "[" + ", ".join(self.value(x) for x in v) + "]"
-        if v is None or isinstance(v, str):
-            return repr(v)
-        return _scalar(v)
+    def array(self, v: BFloat16 | np.ndarray) -> str:
+        bf16 = isinstance(v, BFloat16)
+        arr = v.values if isinstance(v, BFloat16) else v
+        dtype = "float32" if bf16 else arr.dtype.name
+        name = f"a{len(self.arrays)}"
+        if arr.size <= INLINE_LIMIT:
+            self.arrays.append(f"    {name} = {_array_literal(arr, dtype)}")
+        else:
+            self.npz[name] = arr
+            self.arrays.append(f"    {name} = numpy.load(_HERE / 'inputs.npz')['{name}']")
+        template = TO_NATIVE[self.library]
+        if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
+            template = MXNET_NP
+        code = template.format(name)
+        if bf16:
+            code = BF16_CAST.get(self.library, "{}").format(code)  # none: float32 stays
+        return code
+
+    def dtype(self, name: str) -> str:
+        return DTYPE_EXPR[self.library].format(name)
 
 
 def library_script(
