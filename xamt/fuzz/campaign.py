@@ -43,6 +43,8 @@ CANDIDATES_PER_SIGNATURE = 2
 # Reward of a new root cause by severity: the schedule chases wrong results and dead
 # processes, not dtype policy.
 SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
+# The share of its divergence a case earns when every disagreement it shows is policy.
+POLICY_DIVERGENCE = 0.2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,18 +314,21 @@ class Campaign:
                 cell = self.state.support.setdefault(case.group, {}).setdefault(lib, {})
                 if cell.get(case.dtype) != "ok":
                     cell[case.dtype] = state
+            suspected = False  # the case shows a suspected bug (new or not)
             for signed in run.signed:
                 sig = signed.signature
                 count = self.state.seen.get(sig, 0)
                 self.state.seen[sig] = count + 1
-                repeats = max(repeats, count)
+                if sig in self.state.suspected:
+                    suspected = True
+                    repeats = max(repeats, count)
                 if count >= CANDIDATES_PER_SIGNATURE:
                     continue
                 finding = candidate_finding(signed, run, group, self.known)
                 if count == 0:
-                    novel = True
                     self.state.kinds[signed.blame.kind] += 1
                     if finding.suspected:
+                        novel = suspected = True
                         reward_new += SEVERITY_REWARD[finding.severity]
                         self.state.suspected.add(sig)
                 candidates.append(
@@ -336,13 +341,18 @@ class Campaign:
                         payload=finding_json(finding),
                     )
                 )
-            # A discrepancy seen again is worth less each time: a crash found once should not
-            # keep drawing the budget (and restarting a worker) forever.
-            reward = NOVELTY_BONUS * reward_new + DIVERGENCE_WEIGHT * score / math.sqrt(1 + repeats)
-            # Divergent cases may be mutated further, unless a worker died or hung on them:
-            # mutating those costs restarts and deadlines for little new.
+            # The schedule chases suspected bugs: a case whose disagreements are all policy
+            # (documented differences, splits, refusals) earns little for its divergence, and
+            # a suspected bug seen again less each time (a crash found once should not keep
+            # drawing the budget, and restarting a worker, forever).
+            weight = 1.0 if suspected else POLICY_DIVERGENCE
+            reward = NOVELTY_BONUS * reward_new + DIVERGENCE_WEIGHT * weight * score / math.sqrt(
+                1 + repeats
+            )
+            # Cases that show a suspected bug may be mutated further, unless a worker died or
+            # hung on them: mutating those costs restarts and deadlines for little new.
             fatal = any(s.blame.family in ("crash", "hang", "resource") for s in run.signed)
-            keep = score > 0 and not fatal
+            keep = suspected and score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
                 CaseRecord(

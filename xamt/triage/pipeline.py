@@ -145,7 +145,12 @@ def triage(
     replay = Replay(pool, groups)
     predicate = pool_predicate(replay)
     rows = [r for r in store.findings(campaign) if r.group in groups]
-    todo = [r for r in rows if not r.finding.triaged]
+    # suspected bugs first, most severe first: the minimization budget goes where a
+    # maintainer will read the case; documented differences and splits come last
+    todo = sorted(
+        (r for r in rows if not r.finding.triaged),
+        key=lambda r: (not r.finding.suspected, r.finding.rank()),
+    )
     shrunk: list[_Shrunk] = []
     for n, row in enumerate(todo, 1):
         if not SIGNATURE_PATTERN.fullmatch(row.signature):
