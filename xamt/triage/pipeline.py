@@ -11,7 +11,9 @@ For each reproduced finding not triaged yet:
    the first whose removal makes the root disappear is the trigger, ``"ordinary"`` if none;
 3. re-run the minimized case for the outputs the finding shows, **classify** it against the
    known differences, write its **repro scripts**, and store it under its final signature,
-   where it joins any finding of the same root cause met through another case.
+   where it joins any finding of the same root cause met through another case. A suspected
+   bug whose root cause (:func:`same_root`) is already a finding in another dtype joins that
+   one: one root cause in one library is one finding.
 """
 
 from __future__ import annotations
@@ -72,6 +74,12 @@ def root_of(f: Finding) -> str:
         trigger="*",
         error=f.error,
     )[0]
+
+
+def same_root(f: Finding) -> tuple[str, str, str, str]:
+    """What makes two suspected bugs one root cause, whatever dtype (or error type) they were
+    met with: the library, its callable, the kind family and the trigger."""
+    return (f.library, f.callable, f.family, f.trigger)
 
 
 def pool_predicate(replay: Replay) -> Predicate:
@@ -222,6 +230,12 @@ def triage(
     trigger_at = dict(zip(rerunnable, needed, strict=True))
     documented = 0
     before, after = [], []
+    # suspected bugs already triaged (this store, any campaign) by root cause across dtypes
+    known_roots = {
+        same_root(r.finding): r.signature
+        for r in store.findings()
+        if r.finding.triaged and r.finding.suspected
+    }
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
@@ -232,6 +246,15 @@ def triage(
             versions=dict(versions),
             triaged=True,
         )
+        before.append(s.minimization.elements_before)
+        after.append(s.minimization.elements_after)
+        if final.suspected:
+            first = known_roots.setdefault(same_root(final), final.signature)
+            if first != final.signature:
+                # the same suspected root cause in another dtype (one that does not simplify
+                # to the first one's): one finding, counted there
+                store.rekey_finding(row.signature, first, store.finding(first).payload)
+                continue
         documented += final.classification == "documented-difference"
         members = {
             lib: next(m for m in group.members if m.api == api)
@@ -249,8 +272,6 @@ def triage(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
         store.rekey_finding(row.signature, final.signature, to_json(final))
-        before.append(s.minimization.elements_before)
-        after.append(s.minimization.elements_after)
     return TriageSummary(
         findings=len(todo),
         documented=documented,
