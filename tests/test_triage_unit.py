@@ -118,24 +118,11 @@ def test_dtypes_are_simplified_to_the_validation_dtype_then_the_kind_canonical()
 
 
 def test_the_root_of_a_suspected_bug_ignores_dtype_and_error_type() -> None:
-    from xamt.findings import Finding
+    from test_findings import finding
+
     from xamt.triage.pipeline import same_root
 
-    f = Finding(
-        signature="0" * 16,
-        key="k",
-        kind="nan",
-        classification="suspected-bug",
-        severity="high",
-        confidence="reference",
-        library="paddle",
-        callable="paddle.sinc",
-        group="sinc",
-        apis={},
-        trigger="nan",
-        input_classes=("nan",),
-        dtype="float32",
-    )
+    f = finding()
     assert same_root(f) == same_root(f.replace(dtype="float64", error="TypeError: x"))
     assert same_root(f) != same_root(f.replace(trigger="inf"))
     assert same_root(f) != same_root(f.replace(kind="status"))  # another family
