@@ -26,12 +26,14 @@ import numpy as np
 from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.normalize import scalar_value
-from xamt.findings import Classification, KnownRef
+from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
 from xamt.oracle.verdict import Blame, Judgement, judge
+from xamt.outcomes import outcome_summary
+from xamt.serialize import case_to_jsonable
 from xamt.types import Call, Case, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES, BFloat16
@@ -390,3 +392,33 @@ def classify_blame(
         output=blame.detail,
     )
     return classify(known, facts, split=blame.split)
+
+
+def finding_of(
+    signed: Signed, replayed: Replayed, group: Group, known: Sequence[KnownDifference]
+) -> Finding:
+    """The finding one signed blame of a replayed case makes: blamed, signed, classified,
+    with the case and what each library did with it (not yet reproduced)."""
+    case = replayed.case
+    blame = signed.blame
+    classification, entry = classify_blame(known, signed, case, group)
+    return Finding(
+        signature=signed.signature,
+        key=signed.key,
+        kind=blame.kind,
+        classification=classification,
+        severity=SEVERITY[blame.family],
+        confidence=blame.confidence,
+        library=blame.library,
+        callable=signed.callable,
+        group=case.group,
+        apis=dict(case.apis),
+        trigger=signed.trigger,
+        input_classes=replayed.tags,
+        dtype=case_dtype(case, group),
+        detail=blame.detail,
+        error=blame.error,
+        case=case_to_jsonable(case),
+        outputs={lib: outcome_summary(o) for lib, o in replayed.outcomes.items()},
+        known_difference=entry,
+    )

@@ -23,15 +23,13 @@ import numpy as np
 
 from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
-from xamt.findings import SEVERITY, Finding
 from xamt.findings import to_json as finding_json
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
-from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis
+from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis, strict
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
-from xamt.outcomes import outcome_summary
-from xamt.replay import Replay, Replayed, Signed, Submitted, case_dtype, classify_blame
+from xamt.replay import Replay, Submitted, finding_of
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import CandidateRecord, CaseRecord, Store
 from xamt.types import VALUE_CLASSES, Case
@@ -324,7 +322,7 @@ class Campaign:
                     repeats = max(repeats, count)
                 if count >= CANDIDATES_PER_SIGNATURE:
                     continue
-                finding = candidate_finding(signed, run, group, self.known)
+                finding = finding_of(signed, run, group, self.known)
                 if count == 0:
                     self.state.kinds[signed.blame.kind] += 1
                     if finding.suspected:
@@ -398,6 +396,8 @@ def fit_apis(case: Case, group: Group) -> Case:
     """The case with each library's member replaced, where it does not accept the drawn
     input (a lax primitive given inputs to broadcast), by the first of its members that does
     (none: kept, and left out of the verdict)."""
+    if not any(strict(api) for api in case.apis.values()):
+        return case  # the common case: nothing to check, no tags to compute
     tags = input_classes(case, group)
     apis = dict(case.apis)
     for lib, api in case.apis.items():
@@ -410,35 +410,3 @@ def fit_apis(case: Case, group: Group) -> Case:
             if fit:
                 apis[lib] = fit[0]
     return case if apis == case.apis else dataclasses.replace(case, apis=apis)
-
-
-def candidate_finding(
-    signed: Signed,
-    replayed: Replayed,
-    group: Group,
-    known: Sequence[KnownDifference],
-) -> Finding:
-    """A candidate's preliminary finding: blamed, signed and classified, not yet reproduced."""
-    case = replayed.case
-    blame = signed.blame
-    classification, entry = classify_blame(known, signed, case, group)
-    return Finding(
-        signature=signed.signature,
-        key=signed.key,
-        kind=blame.kind,
-        classification=classification,
-        severity=SEVERITY[blame.family],
-        confidence=blame.confidence,
-        library=blame.library,
-        callable=signed.callable,
-        group=case.group,
-        apis=dict(case.apis),
-        trigger=signed.trigger,
-        input_classes=replayed.tags,
-        dtype=case_dtype(case, group),
-        detail=blame.detail,
-        error=blame.error,
-        case=case_to_jsonable(case),
-        outputs={lib: outcome_summary(o) for lib, o in replayed.outcomes.items()},
-        known_difference=entry,
-    )

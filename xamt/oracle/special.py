@@ -726,9 +726,14 @@ def expected_special(op: str, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray,
     fixed = special_cases(op, inputs)
     if fixed is None:
         return None
+    return fixed.mask, expected_of(fixed)
+
+
+def expected_of(fixed: Fixed) -> np.ndarray:
+    """The values a :class:`Fixed` requires (0 where no rule fixes the result)."""
     values = fixed.values
     expected = values[0] if len(values) == 1 else _complex(values[0], values[1])
-    return fixed.mask, np.where(fixed.mask, expected, 0)
+    return np.where(fixed.mask, expected, 0)
 
 
 def unspecified(op: str, inputs: Sequence[np.ndarray]) -> np.ndarray | None:
@@ -740,8 +745,11 @@ def unspecified(op: str, inputs: Sequence[np.ndarray]) -> np.ndarray | None:
         ValueError: the inputs do not broadcast together.
     """
     fixed = special_cases(op, inputs)
-    if fixed is None:
-        return None
+    return None if fixed is None else open_positions(fixed)
+
+
+def open_positions(fixed: Fixed) -> np.ndarray:
+    """Positions a rule of :class:`Fixed` claims without fixing the result."""
     return (fixed.rule >= 0) & ~fixed.mask
 
 
@@ -779,6 +787,7 @@ def departs(
     output: np.ndarray,
     *,
     output_dtype: str | None = None,
+    fixed: Fixed | None = None,
 ) -> np.ndarray | None:
     """Bool mask of the positions where ``output`` violates a special-case rule.
 
@@ -787,13 +796,15 @@ def departs(
     where the rule says +0 or -0, a non-zero where a zero is required, or a finite required
     value missed by more than ``4 * eps * |expected|`` with the eps of the output's dtype
     (``output_dtype`` names it when the array carries another one, e.g. "bfloat16" carried
-    as float32; bool and integer outputs are exact).
+    as float32; bool and integer outputs are exact). ``fixed``: the rules' result for these
+    inputs when the caller has it already (:func:`special_cases`).
 
     Returns None where :func:`expected_special` does, and when ``output`` cannot be judged:
     not of the broadcast shape, not numeric, or complex where the result is real (or the other
     way round).
     """
-    fixed = special_cases(op, inputs)
+    if fixed is None:
+        fixed = special_cases(op, inputs)
     if fixed is None:
         return None
     got = np.asarray(output)

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from xamt.findings import FAMILY, Confidence, Family, Kind
+from xamt.oracle import special
 from xamt.oracle.compare import IGNORED_STATUSES, Partition, _error_text, partitions
 from xamt.oracle.signature import headline
 from xamt.types import Outcome
@@ -238,32 +239,32 @@ def judge(
 
     if len(returned) >= 2:
         values = [live[lib].value for lib in returned]
-        ref_value, has_ref = _usable_reference(reference, live)
+        has_ref = reference is not None and reference.status == "ok"
+        ref_value = reference.value if reference is not None and has_ref else None
         if has_ref:
             values, ref_value = _without_artefacts(values, ref_value)
-        values, ref_value = _without_unspecified(values, ref_value, op, inputs)
-        standard = _by_standard(live, op, inputs)
-        parts = [
-            p
-            for p in partitions(
-                returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype
-            )
-            if p.kind in ("shape", "dtype")
-        ]
+        fixed = _fixed_by_standard(op, inputs)
+        open_ = special.open_positions(fixed) if fixed is not None else None
+        if open_ is not None and open_.any():
+            values, ref_value = _zero_at(values, ref_value, open_)
+        standard = _by_standard(live, op, inputs, fixed)
+        parts = partitions(returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype)
         # the libraries the standard blamed have no vote on the values
         voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
-        if len(voters) >= 2:
-            parts += [
-                p
-                for p in partitions(
-                    [returned[i] for i in voters],
-                    [values[i] for i in voters],
-                    ref_value,
-                    has_ref=has_ref,
-                    input_dtype=input_dtype,
-                )
-                if p.kind not in ("shape", "dtype")
-            ]
+        if len(voters) < len(returned):
+            parts = [p for p in parts if p.kind in ("shape", "dtype")]
+            if len(voters) >= 2:
+                parts += [
+                    p
+                    for p in partitions(
+                        [returned[i] for i in voters],
+                        [values[i] for i in voters],
+                        ref_value,
+                        has_ref=has_ref,
+                        input_dtype=input_dtype,
+                    )
+                    if p.kind not in ("shape", "dtype")
+                ]
         outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
             # int32 against int64 accumulation: values past int32 differ by the dtype policy
@@ -312,29 +313,15 @@ def _malformed(numpy: Outcome) -> bool:
     return not (etype == "ValueError" and DOMAIN_ERRORS.search(headline(message)))
 
 
-def _usable_reference(reference: Outcome | None, live: Mapping[str, Outcome]) -> tuple[Any, bool]:
-    """The reference's value, if it returned."""
-    if reference is None or reference.status != "ok":
-        return None, False
-    return reference.value, True
-
-
-def _without_unspecified(
-    values: list[Any], ref: Any, op: str, inputs: Sequence[np.ndarray]
-) -> tuple[list[Any], Any]:
-    """Positions where the standard leaves the result open (floor_divide by an infinity, say)
-    are no evidence: set them to 0 everywhere."""
-    from xamt.oracle import special
-
+def _fixed_by_standard(op: str, inputs: Sequence[np.ndarray]) -> special.Fixed | None:
+    """What the standard's special cases fix for an elementwise ``op`` on ``inputs``, or None
+    (no table, no inputs, or inputs that do not broadcast)."""
     if not op or op not in special.SPECIAL_OPS or not inputs:
-        return values, ref
+        return None
     try:
-        open_ = special.unspecified(op, list(inputs))
+        return special.special_cases(op, list(inputs))
     except ValueError:
-        return values, ref
-    if open_ is None or not open_.any():
-        return values, ref
-    return _zero_at(values, ref, open_)
+        return None
 
 
 def _zero_at(values: list[Any], ref: Any, where: np.ndarray) -> tuple[list[Any], Any]:
@@ -537,18 +524,16 @@ def _by_partition(part: Partition) -> list[Blame]:
     ]
 
 
-def _by_standard(live: Mapping[str, Outcome], op: str, inputs: Sequence[np.ndarray]) -> list[Blame]:
+def _by_standard(
+    live: Mapping[str, Outcome],
+    op: str,
+    inputs: Sequence[np.ndarray],
+    fixed: special.Fixed | None,
+) -> list[Blame]:
     """Departures from the array API standard's special cases (elementwise operations)."""
-    from xamt.oracle import special
-
-    if not op or op not in special.SPECIAL_OPS or not inputs:
+    if fixed is None or not fixed.mask.any():
         return []
-    found = special.expected_special(op, list(inputs))
-    if found is None:
-        return []
-    mask, expected = found
-    if not mask.any():
-        return []
+    mask, expected = fixed.mask, special.expected_of(fixed)
     out = []
     for lib, o in live.items():
         if o.status != "ok" or not isinstance(o.value, np.ndarray):
@@ -556,7 +541,7 @@ def _by_standard(live: Mapping[str, Outcome], op: str, inputs: Sequence[np.ndarr
         value: Any = o.value
         if value.shape != mask.shape or value.dtype.kind not in "fc":
             continue
-        bad = special.departs(op, list(inputs), value)
+        bad = special.departs(op, list(inputs), value, fixed=fixed)
         if bad is None or not bad.any():
             continue
         i = int(np.argmax(bad.reshape(-1)))

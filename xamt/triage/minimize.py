@@ -175,11 +175,6 @@ def in_canonical_dtypes(case: Case, group: Group) -> list[Case]:
     return out
 
 
-def in_validation_dtype(case: Case, group: Group) -> Case | None:
-    """The case in the group's validation dtype, or None if it is in it already."""
-    return in_dtype(case, group, group.dtype)
-
-
 def in_dtype(case: Case, group: Group, target: str) -> Case | None:
     """The case with its arrays cast to ``target`` (None: already, or not castable)."""
     if case.dtype == target or target == "bfloat16":

@@ -27,16 +27,14 @@ from pathlib import Path
 
 from xamt.catalog.model import Group
 from xamt.errors import XamtError
-from xamt.findings import SEVERITY, Finding, Minimization, to_json
+from xamt.findings import Finding, Minimization, to_json
 from xamt.known import KnownDifference
 from xamt.oracle.signature import signature_of
 from xamt.outcomes import outcome_summary
 from xamt.replay import (
     Replay,
     Replayed,
-    Signed,
-    case_dtype,
-    classify_blame,
+    finding_of,
     judge_case,
     neutralized,
     trigger_of,
@@ -290,15 +288,14 @@ def _final(
     known: Sequence[KnownDifference],
 ) -> Finding:
     """The finding as the minimized case shows it, signed with its trigger and classified."""
-    signed: Signed | None = None
-    tags = tuple(f.input_classes)
-    outputs = f.outputs
-    if rerun is not None:
-        again = judge_case(case, group, rerun.outcomes, rerun.reference, trigger=trigger)
-        signed = next((s for s in again.signed if s.root == root), None)
-        tags = again.tags
-        outputs = {lib: outcome_summary(o) for lib, o in rerun.outcomes.items()}
-    if signed is None:  # not re-run (a hang), or flaky on the last run: keep what was seen
+    again = (
+        judge_case(case, group, rerun.outcomes, rerun.reference, trigger=trigger)
+        if rerun is not None
+        else None
+    )
+    signed = next((s for s in again.signed if s.root == root), None) if again else None
+    if again is None or signed is None:
+        # not re-run (a hang), or flaky on the last run: keep what was seen
         sig, key = signature_of(
             family=f.family,
             library=f.library,
@@ -311,26 +308,19 @@ def _final(
             signature=sig,
             key=key,
             trigger=trigger,
-            input_classes=tags,
+            input_classes=again.tags if again else f.input_classes,
             case=case_to_jsonable(case),
-            outputs=outputs,
+            outputs={lib: outcome_summary(o) for lib, o in again.outcomes.items()}
+            if again
+            else f.outputs,
         )
-    blame = signed.blame
-    classification, entry = classify_blame(known, signed, case, group)
-    return f.replace(
-        signature=signed.signature,
-        key=signed.key,
-        kind=blame.kind,
-        classification=classification,
-        severity=SEVERITY[blame.family],
-        confidence=blame.confidence,
-        trigger=trigger,
-        input_classes=tags,
-        dtype=case_dtype(case, group),
-        detail=blame.detail,
-        error=blame.error,
-        apis=dict(case.apis),
-        case=case_to_jsonable(case),
-        outputs=outputs,
-        known_difference=entry,
+    # what the minimized case shows, with what reproduction and verification recorded
+    return finding_of(signed, again, group, known).replace(
+        reproduced=f.reproduced,
+        runs=f.runs,
+        occurrences=f.occurrences,
+        verifications=f.verifications,
+        consecutive_misses=f.consecutive_misses,
+        first_seen=f.first_seen,
+        last_seen=f.last_seen,
     )
