@@ -70,6 +70,7 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"Unsupported dtype|is not supported for (dtype|type)|does not support \w+ dtype",
         ),
         ("tensorflow", r"is not in the list of allowed values"),
+        ("tensorflow", r"requires tf\.\w+ or tf\.\w+ inputs"),
         ("tensorflow", r"Could not find device for node|No OpKernel was registered"),
         ("tensorflow", r"NotFoundError.*(kernel|Kernel)"),
         ("jax", r"does not accept dtype"),
@@ -113,6 +114,8 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("mxnet", r"Do not support `?\w+`? as input"),
         ("paddle", r"dtype should be one of \['paddle\."),
         ("mindspore", r"must be Tensor or Number \(excluding complex\)"),
+        # a parameter value the operation does not support (yet): "n < 0 is not supported now"
+        ("mindspore", r"is not supported now"),
         ("jax", r"Integers cannot be raised to negative powers"),
         ("*", r"\b(dtype|data ?type)s? .{0,60}\b(not supported|unsupported|is not allowed)"),
     )
