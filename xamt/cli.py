@@ -25,7 +25,7 @@ from xamt.catalog.build import build as catalog_build_fn
 from xamt.catalog.check import check as check_groups
 from xamt.catalog.check import sample_groups
 from xamt.catalog.model import Catalog
-from xamt.errors import OutputError, UnknownApi, UsageError, WorkerError, XamtError
+from xamt.errors import OutputError, UnknownApi, UsageError, XamtError
 from xamt.libraries import check_library, library_names, library_of_api
 from xamt.merge import merge_command
 from xamt.oracle.verdict import judge
@@ -34,6 +34,7 @@ from xamt.report.commands import file as file_command
 from xamt.report.commands import report as report_command
 from xamt.serialize import to_jsonable
 from xamt.types import Call, Outcome
+from xamt.workers.health import check_imports, verify_env
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
 
 # `xamt call`: the libraries disagreed (the verdict blames a library or finds a split).
@@ -107,13 +108,6 @@ def _libraries(names: list[str] | None, all_: bool) -> list[str]:
     return [check_library(n) for n in dict.fromkeys(names)]
 
 
-def verify_env(lib: str, python: str) -> str:
-    """Start the library's worker once; raise if the library does not load."""
-    with WorkerPool({lib: python}) as pool:
-        hello = pool.start()[lib]
-    return hello.version
-
-
 @env_app.command("install")
 @handles_errors
 def env_install(
@@ -174,7 +168,7 @@ def env_list(
     statuses = [envs.status(lib, variant) for lib in library_names()]
     checked: dict[str, dict[str, Any]] = {}
     if check:
-        checked = _check_imports({s.library: s.python for s in statuses if s.usable})
+        checked = check_imports({s.library: s.python for s in statuses if s.usable})
     rows = []
     for st in statuses:
         row: dict[str, Any] = {**envs.as_dict(st), "installed": st.usable}
@@ -200,36 +194,6 @@ def env_list(
     for row in rows:
         if row.get("error"):
             err.print(f"{row['library']}: {row['error']}", markup=False)
-
-
-def _check_imports(pythons: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Start all workers in parallel; report per library whether it loaded."""
-    result: dict[str, dict[str, Any]] = {}
-    if not pythons:
-        return result
-    pool = WorkerPool(pythons)
-    try:
-        for worker in pool.workers.values():
-            try:
-                worker.start()
-            except WorkerError as exc:
-                result[worker.library] = {"imports": False, "error": str(exc), "dtypes": []}
-        for lib in pythons:
-            if lib in result:
-                continue
-            try:
-                hello = pool.ready(lib)
-                result[lib] = {
-                    "imports": True,
-                    "version": hello.version,
-                    "dtypes": list(hello.dtypes),
-                    "numpy": hello.numpy,
-                }
-            except WorkerError as exc:
-                result[lib] = {"imports": False, "error": str(exc), "dtypes": []}
-    finally:
-        pool.close()
-    return result
 
 
 # --- call ------------------------------------------------------------------------------------
@@ -615,131 +579,34 @@ def fuzz(
     fuzzing, reproduces what was found and writes everything; --resume continues a campaign that
     was stopped or killed.
     """
-    from xamt.fuzz.campaign import (
-        Campaign,
-        CampaignConfig,
-        parse_budget,
-        parse_shard,
-        select_groups,
-    )
-    from xamt.fuzz.output import (
-        findings_document,
-        summary_lines,
-        writable_folder,
-        write_findings,
-    )
-    from xamt.fuzz.reproduce import reproduce
-    from xamt.known import DEFAULT_PATH, load_known
-    from xamt.store import Store
-    from xamt.triage.pipeline import triage
+    from xamt.fuzz.output import summary_lines
+    from xamt.fuzz.run import FuzzConfig, run_fuzz
 
-    known = load_known(known_differences or DEFAULT_PATH)
-    spent = parse_budget(budget)
-    shard_spec = parse_shard(shard)
-    if schedule not in ("variance", "uniform"):
-        raise UsageError(f"unknown schedule {schedule!r}; choose variance or uniform")
-    if reproduce_runs < 1 or deadline <= 0:
-        raise UsageError("--reproduce must be at least 1 and --deadline positive")
-    chosen = (
-        [check_library(x.strip()) for x in libs.split(",") if x.strip()]
-        if libs
-        else list(library_names())
-    )
-    if len(chosen) < 2:
-        raise UsageError("a campaign compares at least two libraries")
-    cat = _load_catalog(catalog)
-    groups = select_groups(cat, chosen, group, shard_spec)
-    if not groups:
-        raise UsageError(
-            f"no group matches --group {group!r} with these libraries and shard; "
-            "see `xamt catalog list`"
-        )
-    folder = writable_folder(out_dir, "choose another with --out")
-    pythons = {lib: envs.interpreter(lib, variant) for lib in chosen}
-    config = CampaignConfig(
-        name=f"fuzz-{shard_spec[0]}-{shard_spec[1]}",
+    config = FuzzConfig(
+        budget=budget,
         seed=seed,
-        budget=spent,
-        libraries=tuple(chosen),
-        schedule=schedule,
+        libraries=tuple(x.strip() for x in libs.split(",") if x.strip()) if libs else None,
+        group=group,
+        shard=shard,
+        out_dir=out_dir,
+        schedule=schedule,  # type: ignore[arg-type]  # checked by run_fuzz
+        resume=resume,
+        reproduce_runs=reproduce_runs,
+        deadline=deadline,
+        known_differences=known_differences,
+        triage_budget=triage_budget,
+        catalog=catalog,
+        variant=variant,
     )
-    with Store(folder / "xamt.sqlite") as store:
-        with WorkerPool(pythons, deadline=deadline) as pool:
-            out.print(f"starting {len(chosen)} workers; {len(groups)} groups; budget {spent}")
-            versions = {lib: h.version for lib, h in pool.start().items()}
-            campaign = Campaign(config, groups, pool, store, known)
-            if campaign.open(resume):
-                out.print(f"resuming campaign {campaign.campaign_id} at case {campaign.state.seq}")
-
-            def report(p: Any) -> None:
-                kinds = ", ".join(f"{k} {n}" for k, n in sorted(p.candidates.items())) or "none"
-                out.print(
-                    f"  {p.cases} cases, {p.rate:.0f}/s; new signatures by kind: {kinds}; "
-                    f"at {p.group}",
-                    markup=False,
-                )
-
-            progress = campaign.run(report)
-        group_map = {g.id: g for g in groups}
-        interrupted = False
-        try:
-            repro = reproduce(
-                store,
-                campaign.campaign_id,
-                pythons,
-                group_map,
-                runs=reproduce_runs,
-                deadline=deadline,
-                progress=lambda m: out.print(f"  {m}", markup=False),
-            )
-            out.print(
-                f"reproduced {repro.reproduced}, flaky {repro.flaky}, "
-                f"not reproduced {repro.not_reproduced}"
-            )
-            with WorkerPool(pythons, deadline=deadline) as pool:
-                pool.start()
-                summary = triage(
-                    store,
-                    campaign.campaign_id,
-                    pool,
-                    group_map,
-                    out_dir=folder,
-                    known=known,
-                    versions=versions,
-                    progress=lambda m: out.print(f"  {m}", markup=False),
-                    max_seconds=triage_budget
-                    if triage_budget is not None
-                    else (spent.seconds or 120.0),
-                )
-            out.print(
-                f"triaged {summary.findings} findings: {summary.documented} documented "
-                "differences; repro scripts in " + str(folder / "repro")
-            )
-        except KeyboardInterrupt:
-            interrupted = True
-            err.print(
-                "interrupted: what was not reproduced or triaged stays pending (use --resume)"
-            )
-        info = {
-            "name": config.name,
-            "seed": seed,
-            "budget": str(spent),
-            "schedule": schedule,
-            "shard": shard,
-            "cases": progress.cases,
-            "seconds": round(progress.seconds, 1),
-        }
-        document = findings_document(
-            store, campaign.campaign_id, libraries=versions, campaign_info=info
-        )
-        write_findings(folder / "findings.json", document)
-        done = campaign.exhausted() and not interrupted
-        if done:
-            store.finish_campaign(campaign.campaign_id, summary=info)
-    for line in summary_lines(document):
+    result = run_fuzz(
+        config,
+        on_progress=lambda line: out.print(line, markup=False),
+        on_warning=lambda line: err.print(line, markup=False),
+    )
+    for line in summary_lines(result.document):
         out.print(line, markup=False)
-    out.print(f"wrote {folder / 'findings.json'}")
-    if not done:
+    out.print(f"wrote {result.findings_path}", markup=False)
+    if not result.finished:
         raise typer.Exit(130)
 
 
