@@ -11,6 +11,8 @@ Regenerate the golden files after an intended change to a template or the fixtur
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 import os
@@ -30,7 +32,9 @@ from typer.testing import CliRunner
 import xamt
 from xamt.cli import handles_errors
 from xamt.findings import (
+    CLASSIFICATIONS,
     FAMILY,
+    KINDS,
     SEVERITY,
     Classification,
     Confidence,
@@ -441,6 +445,27 @@ def by_callable(doc: Document, name: str) -> Finding:
     return next(f for f in doc.findings if f.callable == name)
 
 
+def report_details(html: str) -> dict[str, Any]:
+    """The details a report embeds (signature -> details), unpacked as its script does."""
+    m = re.search(
+        r'<script type="text/plain" id="xamt-details"[^>]*>([A-Za-z0-9+/=]*)</script>', html
+    )
+    assert m is not None, "no packed details in the report"
+    data: dict[str, Any] = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+    return data
+
+
+def readable_report(html: str) -> str:
+    """The report with its packed details shown as indented JSON: what the golden file keeps
+    (readable in a review, and independent of the zlib build that compressed them)."""
+    details = json.dumps(report_details(html), indent=1, ensure_ascii=False)
+    return re.sub(
+        r'(<script type="text/plain" id="xamt-details"[^>]*>)[A-Za-z0-9+/=]*(</script>)',
+        lambda m: m.group(1) + "\n" + details + "\n" + m.group(2),
+        html,
+    )
+
+
 def check_golden(name: str, text: str) -> None:
     # ".golden" keeps formatters (ruff formats Python blocks inside .md files) off them.
     path = GOLDEN / f"{name}.golden"
@@ -552,7 +577,7 @@ def test_comments_golden() -> None:
 def test_summary_and_html_golden() -> None:
     doc = fixture_doc()
     check_golden("summary.md", render.summary_markdown(doc, FAMILIES))
-    check_golden("report.html", render.report_html(doc, FAMILIES))
+    check_golden("report.html", readable_report(render.report_html(doc, FAMILIES)))
 
 
 # -- what the summary and the HTML report show, in which order -------------------------------
@@ -568,6 +593,10 @@ def test_the_flagship_issue_opens_with_its_one_line_reproduction() -> None:
     head = body.split("| library |")[0]
     assert "paddle.sinc(paddle.to_tensor([nan], dtype='float32'))" in head
     assert "paddle gives `float32[1] [1.]`; numpy and torch give `float32[1] [nan]`" in head
+    # Then the same call, one line per other library, with what each gave.
+    assert "numpy.sinc(numpy.array([nan], dtype='float32'))  # float32[1] [nan]\n" in head
+    assert "torch.sinc(torch.tensor([nan], dtype=torch.float32))  # float32[1] [nan]\n" in head
+    assert head.index("paddle.sinc(paddle") < head.index("numpy.sinc(") < head.index("torch.sinc(")
     assert "severity **high**, confidence **reference**" in head
     # The full script comes after, collapsed.
     script = body.index("<details><summary>Full script: paddle</summary>")
@@ -591,8 +620,10 @@ def test_suspected_bugs_are_ranked_by_severity_then_confidence() -> None:
         ("low", "majority", "jax.acosh"),
     ]
     html = render.report_html(doc, FAMILIES)
-    ids = re.findall(r'<tr id="f-([0-9a-f]{16})"><td class="num">', html)
-    assert ids == [f.signature for f in doc.ranked() if f.suspected]
+    ids = re.findall(r'<tbody id="f-([0-9a-f]{16})"><tr><td>', html)
+    ranked = doc.ranked()
+    assert ids == [f.signature for c in CLASSIFICATIONS for f in ranked if f.classification == c]
+    assert ids[: len(order)] == [f.signature for f in ranked if f.suspected]
     # Documented differences and splits are not among the suspected bugs.
     for f in doc.findings:
         if not f.suspected:
@@ -611,6 +642,8 @@ def test_documented_differences_are_grouped_by_policy_once() -> None:
     html = render.report_html(doc, FAMILIES)
     assert html.count(f"<h3>{FLOAT_POLICY} ") == 1
     assert f'<a href="{INT_TO_FLOAT.link}">documentation</a>' in html
+    for name in ("numpy.acosh", "numpy.sqrt"):  # each policy links to its findings' rows
+        assert f'<a href="#f-{by_callable(doc, name).signature}">{name}</a>' in html
     views = render.policy_views([f for f in doc.findings if f.known_difference])
     assert [(v["policy"], v["count"]) for v in views] == [
         (FLOAT_POLICY, 2),
@@ -664,7 +697,98 @@ def test_summary_of_an_empty_campaign() -> None:
     assert "0 suspected bugs" in text and "No suspected bugs." in text
     assert "No support data." in text and "No reproduced findings." in text
     html = render.report_html(doc, FAMILIES)
-    assert "No suspected bugs." in html and "No support data." in html and "<svg" not in html
+    assert "No findings." in html and "No support data." in html and "<svg" not in html
+    assert "<tbody id=" not in html
+
+
+# -- a large report ---------------------------------------------------------------------------
+
+SEVEN = {
+    "numpy": ("2.4.6", "numpy."),
+    "torch": ("2.13.0+cpu", "torch."),
+    "tensorflow": ("2.21.0", "tensorflow.math."),
+    "jax": ("0.10.2", "jax.numpy."),
+    "paddle": ("3.3.1", "paddle."),
+    "mindspore": ("2.10.0", "mindspore.ops."),
+    "mxnet": ("1.9.1", "mxnet.np."),
+}
+OPS = ("sinc", "logaddexp", "cumsum", "nanquantile", "fmod", "argsort", "special_entr", "tri")
+DTYPES = ("float32", "float16", "float64", "int32", "int64", "bool")
+TRIGGERS = ("ordinary", "nan", "inf", "neg-zero", "subnormal", "dtype-limit", "empty", "zero-dim")
+
+
+def many_findings(n: int, seed: int = 13) -> Document:
+    """``n`` synthetic findings shaped like a real campaign's: three to seven libraries per
+    case, every kind and classification, long exception messages, inputs of up to 24
+    elements, a repro script per library in the layout xamt writes."""
+    rng = np.random.default_rng(seed)
+    found = []
+    for i in range(n):
+        libs = ["numpy", *rng.choice(list(SEVEN)[1:], size=int(rng.integers(2, 7)), replace=False)]
+        op = f"{OPS[i % len(OPS)]}{i}"
+        apis = {lib: SEVEN[lib][1] + op for lib in libs}
+        dtype = DTYPES[int(rng.integers(len(DTYPES)))]
+        x = rng.standard_normal(int(rng.integers(1, 25))).astype(dtype)
+        kind: Kind = KINDS[int(rng.integers(len(KINDS)))]
+        bad = str(rng.choice(libs))
+        split = rng.random() < 0.15
+        known = None if split or rng.random() < 0.7 else INT_TO_FLOAT
+        outputs: dict[str, dict[str, Any]] = {}
+        for lib in libs:
+            if lib == bad and kind == "crash":
+                outputs[lib] = crashed(apis[lib], "SIGSEGV")
+            elif lib == bad and kind == "status":
+                message = f"{op}(): argument 'input' (position 1) must be Tensor, not {dtype}; " * 6
+                outputs[lib] = raised(apis[lib], "RuntimeError", message)
+            else:
+                outputs[lib] = ok(apis[lib], np.sin(x) * (3.0 if lib == bad else 1.0))
+        f = finding(
+            library=f"{bad}+numpy" if split else bad,
+            callable=apis[bad],
+            kind=kind,
+            group=op,
+            apis=apis,
+            values={"x": x, "axis": -1} if i % 3 == 0 else {"x": x},
+            dtype=dtype,
+            trigger=TRIGGERS[i % len(TRIGGERS)],
+            outputs=outputs,
+            confidence="split" if split else ("reference" if i % 2 else "majority"),
+            known=known,
+            occurrences=int(rng.integers(1, 60)),
+            value_class="non-finite" if i % 4 == 0 else "ordinary",
+            detail=f"{kind}: {bad} differs from the others at {i % 7 + 1} positions (e.g. "
+            f"{float(x[0]):.6g} vs {float(x[0]) * 3:.6g}); the float64 reference agrees with "
+            "the others",
+        )
+        found.append(
+            f.replace(
+                repro={lib: f"repro/{f.signature}/repro_{lib}.py" for lib in [*libs, "xamt"]},
+                versions={lib: SEVEN[lib][0] for lib in libs},
+            )
+        )
+    return Document(
+        xamt_version="0.1.0",
+        libraries={lib: version for lib, (version, _) in SEVEN.items()},
+        campaign={"name": "fuzz-0-1", "seed": 1, "budget": "2h", "cases": 90_000, "seconds": 7200},
+        findings=tuple(found),
+        support=SUPPORT,
+    )
+
+
+def test_report_of_a_thousand_findings_stays_under_a_megabyte(tmp_path: Path) -> None:
+    """Size, not time: every finding has its row and its details, and the page is < 1 MB."""
+    path = tmp_path / "findings.json"
+    path.write_text(dumps_document(many_findings(1000)), encoding="utf-8")
+    doc = load_document(path)  # schema-valid: read back as findings.json is
+    assert len(doc.findings) == 1000 and len({f.signature for f in doc.findings}) == 1000
+    assert {f.classification for f in doc.findings} == set(CLASSIFICATIONS)
+    html = render.report_html(doc, FAMILIES, repro_base="../")
+    size = len(html.encode("utf-8"))
+    assert size < 1_000_000, f"report of 1000 findings is {size} bytes"
+    assert html.count("<tbody id=") == 1000
+    details = report_details(html)
+    assert set(details) == {f.signature for f in doc.findings}
+    assert all(len(d["libs"]) >= 3 and d["scripts"] for d in details.values())
 
 
 # -- the one-line reproduction --------------------------------------------------------------
@@ -766,7 +890,11 @@ def test_library_text_cannot_ping_link_or_break_out() -> None:
         assert not MENTION_OR_REFERENCE.search(outside_code(comment))
         assert fences_balanced(comment)
     html = render.report_html(doc, FAMILIES)
-    assert "<script>" not in html
+    # In the HTML report the library's text is escaped in the rows and packed (base64) in the
+    # details: the page holds exactly its own two data elements and one script.
+    assert "<script>alert" not in html and "xamt-signature: ffff" not in html
+    assert html.count("<script") == 3 and html.count("</script>") == 3
+    assert "RuntimeError: bad ``` fence ```` and @octocat" in json.dumps(report_details(html))
 
 
 def test_links_are_only_plain_https() -> None:
@@ -930,6 +1058,10 @@ def report_app() -> typer.Typer:
 def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:
     findings = tmp_path / "findings.json"
     shutil.copy(GOLDEN / "findings.json", findings)
+    sinc = by_callable(fixture_doc(), "paddle.sinc")
+    script = tmp_path / "repro" / sinc.signature / "repro_xamt.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("print('the cross-library script')\n")
     summary = tmp_path / "step-summary.md"
     summary.write_text("earlier step\n")
     result = CliRunner().invoke(
@@ -939,7 +1071,12 @@ def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     html = (tmp_path / "out" / "report.html").read_text()
-    assert html.count("<svg") == 1 and html.count("<details>") >= 11
+    assert html.count("<svg") == 1 and html.count("<tbody id=") == 11
+    # The scripts are linked from the report's folder to the campaign's, not inlined.
+    assert '"base":"../"' in html
+    sinc = by_callable(fixture_doc(), "paddle.sinc")
+    assert report_details(html)[sinc.signature]["scripts"][1] == "xamt"
+    assert "the cross-library script" not in json.dumps(report_details(html))
     md = (tmp_path / "out" / "summary.md").read_text()
     assert summary.read_text() == "earlier step\n" + md
     assert "### Suspected bugs" in md and "### Support matrix" in md
@@ -1052,3 +1189,135 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert parsed.tags.get("svg") == 1
     assert parsed.tags.get("rect", 0) >= len(h["cells"])
     assert "Support matrix: share of dtypes refused" in " ".join(parsed.texts)
+
+
+class _Table(HTMLParser):
+    """The findings table of a browser's DOM: each finding's id, hidden or not, and the text
+    of its cells (the opened details in the last entry of ``cells``), in document order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[dict[str, Any]] = []
+        self.scripts = 0
+        self.shown = ""
+        self._in: dict[str, Any] | None = None
+        self._depth = 0
+        self._shown = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "script":
+            self.scripts += 1
+        if tag == "span" and a.get("id") == "shown":
+            self._shown = True
+        if tag == "tbody" and (a.get("id") or "").startswith("f-"):
+            self._in = {"id": a["id"], "hidden": "hidden" in a, "cells": []}
+            self.rows.append(self._in)
+        elif tag == "tbody" and self._in is not None:
+            self._depth += 1  # the details' own table
+        elif tag == "td" and self._in is not None:
+            self._in["cells"].append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "tbody" and self._depth:
+            self._depth -= 1
+        elif tag == "tbody":
+            self._in = None
+        self._shown = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in is not None and self._in["cells"]:
+            self._in["cells"][-1] += data
+        if self._shown:
+            self.shown += data
+
+
+def chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless chromium on ``page``; the virtual time budget lets the page's script finish
+    (the details are unpacked asynchronously) before a dump or a screenshot."""
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [
+            CHROMIUM,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=5000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get update && apt-get install -y chromium)",
+)
+def test_html_report_sorts_filters_and_opens_in_headless_chromium(tmp_path: Path) -> None:
+    """The report's script in a real browser: a view named in the address (filter by library,
+    sort by cases, one finding opened) is what the page shows, and library text stays text."""
+    doc = fixture_doc()
+    page = tmp_path / "report.html"
+    page.write_text(render.report_html(doc, FAMILIES), encoding="utf-8")
+    entr = by_callable(doc, "jax.entr")
+    view = f"{page.as_uri()}#library=jax&sort=-cases&f-{entr.signature}"
+    dom = chromium(page, tmp_path / "profile", "--dump-dom", view)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    table = _Table()
+    table.feed(dom.stdout)
+    jax = [f for f in doc.findings if "jax" in f.library.split("+")]
+    shown = [r for r in table.rows if not r["hidden"]]
+    n = {r["signature"]: r["n"] for r in render.report_rows(doc)}  # ties keep the table's order
+    assert [r["id"] for r in shown] == [
+        f"f-{f.signature}" for f in sorted(jax, key=lambda f: (-f.occurrences, n[f.signature]))
+    ]
+    assert [int(r["cells"][7]) for r in shown] == sorted((f.occurrences for f in jax), reverse=True)
+    assert len(table.rows) == len(doc.findings) and " ".join(table.shown.split()) == (
+        f"{len(jax)} of {len(doc.findings)} findings shown"
+    )
+    # The opened finding's details were unpacked and built: its one-line reproduction.
+    (opened,) = [r for r in shown if r["id"] == f"f-{entr.signature}"]
+    assert len(opened["cells"]) == 8 + 1 + 2 * 4  # its row, the details, a table of 2 libraries
+    details = " ".join(opened["cells"][8:])
+    assert "Minimal reproduction with jax 0.10.2:" in details
+    assert "jax.scipy.special.entr(jax.numpy.array([-0.0, 0.0, 1.0], dtype=jax.numpy.float16))" in (
+        details
+    )
+    assert "torch.special.entr(torch.tensor([-0.0, 0.0, 1.0], dtype=torch.float16))  #" in details
+    assert f"Signature {entr.signature}" in details
+    # Library text in the details is text: markup in an exception adds no element.
+    hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    weird = by_callable(doc, "torch.weird")
+    weird = weird.replace(
+        outputs={**weird.outputs, "torch": raised("torch.weird", "<b>Error</b>", hostile)},
+        detail=f"<i>{hostile}</i>",
+    )
+    evil = tmp_path / "evil.html"
+    evil.write_text(
+        render.report_html(
+            Document(xamt_version="0", libraries=doc.libraries, campaign={}, findings=(weird,)),
+            FAMILIES,
+        ),
+        encoding="utf-8",
+    )
+    dom = chromium(evil, tmp_path / "profile", "--dump-dom", f"{evil.as_uri()}#f-{weird.signature}")
+    table = _Table()
+    table.feed(dom.stdout)
+    (opened,) = table.rows
+    assert f"<b>Error</b>: {hostile}" in "".join(opened["cells"])
+    assert f"<i>{hostile}</i>" in "".join(opened["cells"])
+    assert table.scripts == 3 and "<img" not in dom.stdout and "<b>Error" not in dom.stdout
+    # A picture of the filtered, sorted view.
+    shot = tmp_path / "report-filtered.png"
+    run = chromium(
+        page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1200,900", view
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    if os.environ.get("XAMT_SCREENSHOT_DIR"):  # keep the picture for people to look at
+        kept = Path(os.environ["XAMT_SCREENSHOT_DIR"])
+        kept.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, kept / "report-filtered.png")

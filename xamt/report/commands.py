@@ -13,6 +13,7 @@ import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import typer
 
@@ -41,6 +42,14 @@ def append_step_summary(markdown: str, path: str | None = None) -> Path | None:
     return Path(target)
 
 
+def repro_base(findings: Path, out: Path) -> str:
+    """The URL of the folder of ``findings`` relative to the report folder ``out``, ending in
+    ``/`` (``../`` for the usual ``OUT/report`` beside ``OUT/findings.json``); "" when they are
+    the same folder."""
+    rel = os.path.relpath(Path(findings).resolve().parent, Path(out).resolve())
+    return "" if rel == "." else quote(Path(rel).as_posix()) + "/"
+
+
 def report(
     findings: Annotated[Path, typer.Argument(help="findings.json written by `xamt fuzz`.")],
     out: Annotated[
@@ -66,10 +75,11 @@ def report(
     """
     from xamt.report import render
 
-    doc = render.with_repro_scripts(render.load_findings(findings), findings.parent)
+    # The report links the repro scripts (relative to its folder) instead of inlining them.
+    doc = render.load_findings(findings)
     families = render.group_families(catalog)
     summary = render.summary_markdown(doc, families)
-    html = render.report_html(doc, families)
+    html = render.report_html(doc, families, repro_base=repro_base(findings, out))
     write_atomic(out / "summary.md", summary)
     write_atomic(out / "report.html", html)
     typer.echo(f"wrote {out / 'summary.md'} and {out / 'report.html'}")

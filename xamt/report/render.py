@@ -27,6 +27,8 @@ Note:
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import math
 import re
@@ -42,7 +44,15 @@ import numpy as np
 from markupsafe import Markup
 
 import xamt
-from xamt.findings import CLASSIFICATIONS, KINDS, Document, Finding, load_document
+from xamt.findings import (
+    CLASSIFICATIONS,
+    CONFIDENCES,
+    KINDS,
+    SEVERITIES,
+    Document,
+    Finding,
+    load_document,
+)
 from xamt.serialize import from_jsonable
 from xamt.triage.repro import ValueCode
 from xamt.workers.protocol import BFloat16, DType
@@ -555,15 +565,13 @@ class ReproLine:
         return "\n".join([*self.imports, self.call])
 
 
-def repro_line(f: Finding) -> ReproLine | None:
-    """The one-line reproduction of ``f`` built from its minimized case (None when the
-    inputs do not fit one line, or the case cannot be decoded)."""
-    who = blamed(f)
-    if not who:
-        return None
-    lib = who[0]
+def _one_line(f: Finding, lib: str) -> tuple[tuple[str, ...], str] | None:
+    """The imports and the one call that reproduce ``f``'s minimized case in ``lib`` (None
+    when the inputs do not fit one line, or the case cannot be decoded)."""
     case_apis = f.case.get("apis") if isinstance(f.case.get("apis"), dict) else {}
-    api = str(f.apis.get(lib) or (case_apis or {}).get(lib) or f.callable)
+    api = str(
+        f.apis.get(lib) or (case_apis or {}).get(lib) or (f.callable if lib in blamed(f) else "")
+    )
     raw = f.case.get("values")
     if not api or not isinstance(raw, dict):
         return None
@@ -577,17 +585,58 @@ def repro_line(f: Finding) -> ReproLine | None:
     call = f"{api}({', '.join(parts)})"
     if len(call) > REPRO_LINE_LIMIT:
         return None
+    return tuple(code.imports()), call
+
+
+def repro_line(f: Finding) -> ReproLine | None:
+    """The one-line reproduction of ``f`` in its blamed library, built from its minimized case
+    (None when the inputs do not fit one line, or the case cannot be decoded)."""
+    who = blamed(f)
+    if not who:
+        return None
+    lib = who[0]
+    line = _one_line(f, lib)
+    if line is None:
+        return None
+    imports, call = line
     others = [o for o in case_libraries(f) if o != lib and o in f.outputs]
     said = {o: result_text(f.outputs[o]) for o in others}
     expected = _most_common(said.values()) if said else ""
     return ReproLine(
         library=lib,
-        imports=tuple(code.imports()),
+        imports=imports,
         call=call,
         got=result_text(f.outputs.get(lib, {"status": "missing"})),
         expected=expected,
         expected_by=tuple(o for o in others if said[o] == expected),
     )
+
+
+def other_lines(f: Finding) -> str:
+    """The same call in each other library of the case, one line each with what that library
+    gave as a comment, under their imports; "" when none fits one line.
+
+    Note:
+        Together with :func:`repro_line` this is the minimal reproduction per library that an
+        issue opens with: the reader can paste each line into that library and compare.
+    """
+    first = blamed(f)[:1]
+    imports: list[str] = []
+    calls: list[str] = []
+    for lib in case_libraries(f):
+        if lib in first:
+            continue
+        line = _one_line(f, lib)
+        if line is None:
+            continue
+        imports += line[0]
+        got = result_text(f.outputs.get(lib, {"status": "missing"}), 80)
+        calls.append(f"{line[1]}  # {got}")
+    if not calls:
+        return ""
+    head = [i for i in dict.fromkeys(imports) if not i.startswith("from ")]
+    head += [i for i in dict.fromkeys(imports) if i.startswith("from ")]
+    return "\n".join([*head, *calls])
 
 
 def _array_text(name: str, arr: np.ndarray, dtype_name: str) -> str:
@@ -751,6 +800,7 @@ def finding_view(
             "expected_by": _names(line.expected_by),
             "plural": len(line.expected_by) != 1,
         },
+        "other_lines": other_lines(f),
         "scripts": _scripts(f),
         "known": _known(f),
     }
@@ -1101,25 +1151,196 @@ def support_heatmap(
     }
 
 
-def report_html(doc: Document, families: Mapping[str, str] | None = None) -> str:
-    """The self-contained HTML report (inline CSS and SVG, no script); each finding's details
-    are collapsed. ``families`` maps group ids to families; by default they come from the
-    catalog."""
+# The most characters of one finding's inputs or detail in the HTML report (findings.json and
+# the repro scripts hold everything).
+HTML_TEXT_LIMIT = 600
+# A repro path the HTML report links to: relative, plain names, no "..".
+_LINKABLE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*")
+
+
+def script_link(path: str) -> str:
+    """``path`` if it can be a link relative to the campaign folder: plain names joined by
+    ``/``, none starting with a dot (so no ``..``), no scheme, no query; else ""."""
+    return path if _LINKABLE.fullmatch(path) else ""
+
+
+def _script_entries(f: Finding) -> list[Any]:
+    """The HTML report's script entries of a finding, each library's and the cross-library one:
+    ``lib`` alone where the script is at ``repro/<signature>/repro_<lib>.py`` (the layout xamt
+    writes), ``[lib, path]`` for another linkable path, ``[lib, "", text]`` for a script held
+    in findings.json itself; a path that cannot be a safe link is left out."""
+    entries: list[Any] = []
+    for library, value in f.repro.items():
+        text = _clean(value)
+        if "\n" in text:
+            entries.append([library, "", clip(text, REPRO_LIMIT)])
+        elif text == f"repro/{f.signature}/repro_{library}.py" and script_link(text):
+            entries.append(library)
+        elif script_link(text):
+            entries.append([library, text])
+    return entries
+
+
+def report_details(f: Finding, libraries: Mapping[str, str]) -> dict[str, Any]:
+    """What the HTML report shows when a finding is opened, as compact JSON-ready data.
+
+    Keys: ``line`` (the blamed library's one-line reproduction, or absent), ``got``,
+    ``expected`` and ``by`` (what it gave and what the others gave), ``others`` (the same call
+    in each other library), ``detail``, ``libs`` (rows ``[library, version, API, status,
+    result, blamed]``; the version only where it differs from the campaign's), ``inputs``,
+    ``vc`` (value class), ``seed``, ``tags`` (input classes), ``scripts`` (see
+    :func:`_script_entries`), ``key``, ``rep`` (reproduced, runs) and ``known`` (``[id,
+    reason, link]`` of a documented difference).
+    """
+    who = blamed(f)
+    rows = []
+    for name in case_libraries(f):
+        out = f.outputs.get(name) or {}
+        version = str(f.versions.get(name) or libraries.get(name) or "?")
+        rows.append(
+            [
+                name,
+                "" if version == str(libraries.get(name, "")) else version,
+                str(f.apis.get(name) or out.get("api", "?")),
+                str(out.get("status", "missing")),
+                result_text(out),
+                1 if name in who else 0,
+            ]
+        )
+    values = f.case.get("values") if isinstance(f.case.get("values"), dict) else {}
+    inputs = "\n".join(compact_value(str(r), v) for r, v in (values or {}).items())
+    seed = f.case.get("seed", "?")
+    view: dict[str, Any] = {}
+    line = repro_line(f)
+    if line is not None:
+        view.update(line=line.code, got=line.got)
+        if line.expected:
+            view.update(expected=line.expected, by=_names(line.expected_by))
+    others = other_lines(f)
+    if others:
+        view["others"] = others
+    if f.detail:
+        view["detail"] = clip(_clean(f.detail), HTML_TEXT_LIMIT)
+    view.update(
+        libs=rows,
+        inputs=clip(inputs, HTML_TEXT_LIMIT) or "(none)",
+        vc=str(f.case.get("value_class", "?")),
+        seed=seed if isinstance(seed, int) else str(seed),
+        tags=list(f.input_classes),
+        scripts=_script_entries(f),
+        key=f.key,
+        rep=[f.reproduced, f.runs],
+    )
+    known = _known(f)
+    if known is not None:
+        view["known"] = [known["id"], known["reason"], known["link"]]
+    return view
+
+
+def script_json(data: Any) -> Markup:
+    """``data`` as compact JSON that is safe inside an HTML ``<script>`` element: ``<``, ``>``
+    and ``&`` are written as ``\\u`` escapes, so no text can close the element or open a
+    comment."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(char, escape)
+    return Markup(text)
+
+
+def pack_details(details: Mapping[str, Any]) -> str:
+    """The details of every finding (signature -> :func:`report_details`) as gzip-compressed
+    JSON in base64: what the report embeds, and its script unpacks (``DecompressionStream``)
+    when the first finding is opened.
+
+    Note:
+        Compression is what keeps a report of a thousand findings under a megabyte: the
+        details repeat library names, APIs, dtypes and results, which gzip folds away (about
+        a fifth of the JSON's size). Base64 holds no ``<``, ``&`` or quote, so the blob is inert
+        in the page whatever the libraries said. ``mtime=0`` keeps the output reproducible.
+    """
+    raw = json.dumps(details, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    packed = gzip.compress(raw.encode("utf-8"), compresslevel=9, mtime=0)
+    return base64.b64encode(packed).decode("ascii")
+
+
+def report_rows(doc: Document) -> list[dict[str, Any]]:
+    """The rows of the HTML report's findings table: the suspected bugs ranked, then the
+    documented differences, then the splits (each ranked)."""
+    ranked = doc.ranked()
+    ordered = [f for c in CLASSIFICATIONS for f in ranked if f.classification == c]
+    return [
+        {
+            "n": n,
+            "signature": f.signature,
+            "severity": f.severity,
+            "confidence": f.confidence,
+            "classification": f.classification,
+            "kind": f.kind,
+            "library": f.library,
+            "headline": headline(f),
+            "occurrences": f.occurrences,
+        }
+        for n, f in enumerate(ordered, 1)
+    ]
+
+
+def report_filters(doc: Document) -> list[dict[str, Any]]:
+    """The report's filters, each with the values present in order: kind, library,
+    classification, severity."""
+    present: dict[str, set[str]] = {
+        "kind": {f.kind for f in doc.findings},
+        "library": {lib for f in doc.findings for lib in blamed(f)},
+        "classification": {f.classification for f in doc.findings},
+        "severity": {f.severity for f in doc.findings},
+    }
+    order: dict[str, Sequence[str]] = {
+        "kind": KINDS,
+        "library": [*doc.libraries, *sorted(present["library"] - set(doc.libraries))],
+        "classification": CLASSIFICATIONS,
+        "severity": SEVERITIES,
+    }
+    return [
+        {"name": name, "values": [v for v in order[name] if v in present[name]]}
+        for name in ("kind", "library", "classification", "severity")
+    ]
+
+
+def report_html(
+    doc: Document, families: Mapping[str, str] | None = None, *, repro_base: str = ""
+) -> str:
+    """The self-contained HTML report: inline CSS, SVG and a small script, nothing fetched.
+
+    One table holds every finding (sortable; filterable by kind, library, classification and
+    severity); a finding's details (:func:`report_details`) are embedded compressed
+    (:func:`pack_details`) and built only when it is opened, and its repro scripts are linked,
+    not inlined, so the report stays small. ``repro_base`` is the URL of the folder of
+    findings.json relative to the report (where the ``repro/`` paths start). ``families`` maps
+    group ids to families; by default they come from the catalog.
+
+    Note:
+        Library text reaches the page only through Jinja's autoescaping or inside the packed
+        details, which the script puts into the page with ``textContent``, never as HTML.
+    """
     if families is None:
         families = group_families()
-    ranked = doc.ranked()
+    page = {
+        "base": repro_base,
+        "versions": dict(doc.libraries),
+        "order": {
+            "severity": list(SEVERITIES),
+            "confidence": list(CONFIDENCES),
+            "classification": list(CLASSIFICATIONS),
+            "kind": list(KINDS),
+        },
+    }
+    details = {f.signature: report_details(f, doc.libraries) for f in doc.ranked()}
     return render(
         "report.html.j2",
         "html",
         s=summary_view(doc, families),
         h=support_heatmap(doc.support, families, list(doc.libraries)),
-        bugs=[finding_view(f, doc.libraries, families) for f in ranked if f.suspected],
-        splits=[
-            finding_view(f, doc.libraries, families) for f in ranked if f.classification == "split"
-        ],
-        documented={
-            f.signature: finding_view(f, doc.libraries, families)
-            for f in ranked
-            if f.classification == "documented-difference"
-        },
+        rows=report_rows(doc),
+        filters=report_filters(doc),
+        page=script_json(page),
+        details=pack_details(details),
     )
