@@ -27,7 +27,7 @@ import typer
 from fakegithub import FakeGitHub
 from typer.testing import CliRunner
 
-from xamt.cli import handles_errors
+from xamt.cli import app as xamt_app
 from xamt.findings import Document, Finding, Verification, dumps_document, load_document
 from xamt.report import commands, github
 from xamt.report.github import (
@@ -657,10 +657,7 @@ def test_the_token_never_shows(
 
 
 def file_app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("file")(handles_errors(commands.file))
-    app.command("other")(lambda: None)
-    return app
+    return xamt_app
 
 
 def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:

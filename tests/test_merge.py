@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
+from xamt.cli import app as xamt_app
 from xamt.errors import OutputError, UsageError
 from xamt.findings import Finding, FindingsError, load_document, to_json
 from xamt.fuzz.output import findings_document, write_findings
-from xamt.merge import NotAnOutputFolder, campaign_info, merge, merge_command
+from xamt.merge import NotAnOutputFolder, campaign_info, merge
 from xamt.store import CaseRecord, Store, StoreError
 
 LIBS = {"numpy": "2.4.6", "torch": "2.13.0+cpu"}
@@ -373,23 +373,25 @@ def test_campaign_info_of_disagreeing_inputs() -> None:
 
 
 def test_merge_command_exit_codes_and_message(shards: list[Path], tmp_path: Path) -> None:
-    app = typer.Typer()
-    app.command()(merge_command)
     runner = CliRunner()
-    ok = runner.invoke(app, [*map(str, shards), "--out", str(tmp_path / "m")])
+
+    def run(*args: str) -> Result:
+        return runner.invoke(xamt_app, ["merge", *args])
+
+    ok = run(*map(str, shards), "--out", str(tmp_path / "m"))
     assert ok.exit_code == 0, ok.output
     assert "4 findings, 2 seen in more than one folder" in ok.output
-    missing = runner.invoke(app, [str(shards[0]), str(tmp_path / "nope"), "--out", "x"])
+    missing = run(str(shards[0]), str(tmp_path / "nope"), "--out", "x")
     assert missing.exit_code == 2 and "no such folder" in missing.output
     (tmp_path / "empty").mkdir()
-    bad = runner.invoke(app, [str(tmp_path / "empty"), "--out", str(tmp_path / "m2")])
+    bad = run(str(tmp_path / "empty"), "--out", str(tmp_path / "m2"))
     assert bad.exit_code == 10 and "not an xamt output folder" in bad.output
-    again = runner.invoke(app, [str(shards[0]), "--out", str(tmp_path / "m")])
+    again = run(str(shards[0]), "--out", str(tmp_path / "m"))
     assert again.exit_code == 11
     old = tmp_path / "old"
     old.mkdir()
     (old / "findings.json").write_text(json.dumps({"schema": 1, "findings": []}))
-    refused = runner.invoke(app, [str(old), "--out", str(tmp_path / "m3")])
+    refused = run(str(old), "--out", str(tmp_path / "m3"))
     assert refused.exit_code == 17 and "schema 1" in refused.output
     assert refused.exception is None or isinstance(refused.exception, SystemExit)
     assert "Traceback" not in refused.output

@@ -30,7 +30,7 @@ import typer
 from typer.testing import CliRunner
 
 import xamt
-from xamt.cli import handles_errors
+from xamt.cli import app as xamt_app
 from xamt.findings import (
     CLASSIFICATIONS,
     FAMILY,
@@ -49,7 +49,7 @@ from xamt.findings import (
     load_document,
 )
 from xamt.outcomes import summarize
-from xamt.report import commands, render
+from xamt.report import render
 from xamt.report.github import IssueState, run_marker, signature_marker, signature_of
 from xamt.serialize import case_to_jsonable, to_jsonable
 from xamt.types import Case
@@ -1049,10 +1049,7 @@ def test_load_findings_errors(tmp_path: Path) -> None:
 
 
 def report_app() -> typer.Typer:
-    app = typer.Typer()
-    app.command("report")(handles_errors(commands.report))
-    app.command("other")(lambda: None)  # two commands: Typer keeps the command name
-    return app
+    return xamt_app
 
 
 def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:

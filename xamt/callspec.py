@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -124,3 +125,15 @@ def parse_keyword(text: str, rng: np.random.Generator) -> tuple[str, Any]:
     if not sep or not name.strip().isidentifier():
         raise UsageError(f"keyword arguments are written NAME=VALUE, got {text!r}")
     return name.strip(), parse_value(value, rng)
+
+
+def parse_keywords(texts: Sequence[str], rng: np.random.Generator) -> dict[str, Any]:
+    """``NAME=VALUE`` keywords, each name once (a repeated name is a usage error, not the last
+    one winning)."""
+    kwargs: dict[str, Any] = {}
+    for text in texts:
+        name, value = parse_keyword(text, rng)
+        if name in kwargs:
+            raise UsageError(f"keyword {name!r} given twice (-k {text!r}); give each name once")
+        kwargs[name] = value
+    return kwargs

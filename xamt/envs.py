@@ -27,7 +27,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from xamt.errors import EnvironmentMissing, InstallFailed, UsageError, XamtError
+from xamt.errors import (
+    EnvironmentMissing,
+    InstallFailed,
+    InterpreterMissing,
+    UsageError,
+    XamtError,
+)
 from xamt.libraries import check_library
 
 VARIANTS = ("cpu", "cuda")
@@ -157,11 +163,26 @@ def status(lib: str, variant: str = "cpu") -> EnvStatus:
     return EnvStatus(state="ready" if built == want else "stale", built_hash=built, **common)
 
 
+def _configured_by(lib: str) -> str:
+    """Where the user configured ``lib``'s interpreter: the variable, else the config file."""
+    for key, value in os.environ.items():
+        if key.startswith("XAMT_PYTHON_") and value and key[len("XAMT_PYTHON_") :].lower() == lib:
+            return key
+    return f"[interpreters] in {xamt_home() / 'config.toml'}"
+
+
 def interpreter(lib: str, variant: str = "cpu") -> str:
     """The interpreter of a usable environment, or a clear error saying how to get one."""
     st = status(lib, variant)
     if st.usable:
         return st.python
+    configured = _configured_interpreters().get(lib)
+    if configured:
+        raise InterpreterMissing(
+            f"the {lib} interpreter configured by {_configured_by(lib)} does not exist: "
+            f"{configured}; point it at an existing python, or unset it to use "
+            f"`xamt env install {lib}`"
+        )
     hint = {
         "missing": "is not installed",
         "stale": "was built from an older spec",

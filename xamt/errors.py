@@ -2,6 +2,11 @@
 
 The CLI turns these into a one-line message and the exit code; it never shows a traceback for
 them. Messages say what happened and what to do.
+
+Errors owned by one module live there: ``CatalogError`` (8) and ``UnknownGroup`` (19) in
+:mod:`xamt.catalog.model`, ``StoreError`` (10) and ``UnknownSignature`` (20) in
+:mod:`xamt.store`, ``KnownDifferencesError`` (12) in :mod:`xamt.known`, the GitHub errors
+(13-16) in :mod:`xamt.report.github`, ``FindingsError`` (17) in :mod:`xamt.findings`.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ class EnvironmentMissing(XamtError):
     exit_code = 4
 
 
+class InterpreterMissing(EnvironmentMissing):
+    """An interpreter the user configured (``XAMT_PYTHON_<LIB>`` or ``[interpreters]`` in
+    ``XAMT_HOME/config.toml``) does not exist. Not an install problem: the setting is wrong."""
+
+    exit_code = 22
+
+
 class UnknownApi(XamtError):
     """An API path that does not name a callable of its library."""
 
@@ -53,3 +65,9 @@ class OutputError(XamtError):
     """The output folder cannot be created or written."""
 
     exit_code = 11
+
+
+class StoreMissing(XamtError):
+    """A folder named as a campaign's output holds no store (``xamt.sqlite``)."""
+
+    exit_code = 21

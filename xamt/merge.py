@@ -56,9 +56,7 @@ from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
@@ -423,37 +421,3 @@ def _copy_repro(source: Path, target: Path) -> None:
         raise OutputError(
             f"cannot copy the repro files of {source.name} to {target}: {exc.strerror or exc}"
         ) from None
-
-
-# -- the command ------------------------------------------------------------------------------
-
-
-def merge_command(
-    inputs: Annotated[
-        list[Path],
-        typer.Argument(help="Output folders of `xamt fuzz` (one per shard) to merge."),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", help="Folder to write the merged store and findings.json to."),
-    ] = Path("xamt-merged"),
-) -> None:
-    """Merge the output folders of sharded campaigns into one, one finding per signature.
-
-    The merged folder holds findings.json (schema 2: one finding per root cause, occurrences
-    summed, support matrices merged), xamt.sqlite and repro/, for `xamt report` and
-    `xamt file`.
-    """
-    try:
-        summary = merge(inputs, out)
-    except XamtError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(exc.exit_code) from None
-    libs = ", ".join(f"{lib} {version}" for lib, version in sorted(summary.libraries.items()))
-    typer.echo(
-        f"merged {summary.inputs} folders ({summary.campaigns} campaigns, {summary.cases} "
-        f"cases): {summary.findings} findings, {summary.shared} seen in more than one folder, "
-        f"{summary.occurrences} occurrences"
-    )
-    typer.echo(f"libraries: {libs or '-'}")
-    typer.echo(f"wrote {summary.findings_path} and {summary.store}")

@@ -108,6 +108,12 @@ class StoreError(XamtError):
     exit_code = 10
 
 
+class UnknownSignature(StoreError):
+    """No finding (or more than one) has this signature or signature prefix; the store is fine."""
+
+    exit_code = 20
+
+
 @dataclass(frozen=True, kw_only=True)
 class CaseRecord:
     """One executed case: where it was drawn, its divergence score, the kinds it showed."""
@@ -710,7 +716,7 @@ class Store:
         rows = [r for r in self.findings() if r.signature.startswith(signature)]
         if len(rows) != 1:
             what = "no finding" if not rows else f"{len(rows)} findings"
-            raise StoreError(
+            raise UnknownSignature(
                 f"{self.path}: {what} with signature {signature!r}; "
                 "see findings.json for the signatures"
             )

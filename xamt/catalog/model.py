@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from xamt.errors import XamtError
 from xamt.libraries import library_names
@@ -27,7 +27,7 @@ ROLES = (*ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
 # What shapes a group's arrays must have: any shape, square matrices (linear algebra), plain or
 # batched, or vectors. The build validates and the fuzzer draws each kind from its own menu.
 SHAPE_KINDS = ("any", "square", "batched", "vector")
-FAMILIES = (
+Family = Literal[
     "elementwise",
     "reduction",
     "shape",
@@ -36,13 +36,20 @@ FAMILIES = (
     "fft",
     "activation",
     "other",
-)
+]
+FAMILIES: tuple[str, ...] = get_args(Family)
 
 
 class CatalogError(XamtError):
     """A catalog file that cannot be used as it is."""
 
     exit_code = 8
+
+
+class UnknownGroup(CatalogError):
+    """A group id the catalog does not have (the catalog itself is fine)."""
+
+    exit_code = 19
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,7 +90,7 @@ class Catalog:
         for g in self.groups:
             if g.id == gid:
                 return g
-        raise CatalogError(f"no group {gid!r} in the catalog; see `xamt catalog list`")
+        raise UnknownGroup(f"no group {gid!r} in the catalog; see `xamt catalog list`")
 
     def stats(self) -> dict[str, Any]:
         """Totals: groups, matched API names, distinct callables, groups per library."""

@@ -57,7 +57,7 @@ class Budget:
 
 
 def parse_budget(text: str) -> Budget:
-    """``90s``, ``10m``, ``1h`` are time; a plain number (or ``500c``) is a number of cases."""
+    """``90s``, ``10m``, ``1h`` are time; a whole number (or ``500c``) is a number of cases."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhc]?)\s*", text)
     if not match:
         raise UsageError(f"budget {text!r}: write a time (90s, 10m, 1h) or a number of cases")
@@ -65,6 +65,10 @@ def parse_budget(text: str) -> Budget:
     if number <= 0:
         raise UsageError(f"budget {text!r} must be positive")
     if unit in ("", "c"):
+        if not number.is_integer():
+            raise UsageError(
+                f"budget {text!r}: a number of cases is a whole number (or give a time: 90s)"
+            )
         return Budget(cases=int(number))
     return Budget(seconds=number * {"s": 1, "m": 60, "h": 3600}[unit])
 

@@ -1,0 +1,259 @@
+"""``xamt catalog``: groups of equivalent APIs — build, inspect, check."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from xamt import envs
+from xamt.catalog import model as catalog_model
+from xamt.catalog.build import build as build_catalog
+from xamt.catalog.check import check as check_groups
+from xamt.catalog.check import sample_groups
+from xamt.catalog.model import Catalog, Family
+from xamt.cli.common import (
+    CatalogOpt,
+    JsonOpt,
+    Variant,
+    VariantOpt,
+    cell,
+    handles_errors,
+    out,
+    say,
+    sub_app,
+    warn,
+)
+from xamt.cli.env import chosen_libraries
+from xamt.errors import UsageError
+from xamt.libraries import check_library, library_names
+from xamt.workers.pool import WorkerPool
+
+app = sub_app("Groups of equivalent APIs: build, inspect, check.")
+
+# `xamt catalog check` found drift.
+DRIFT_EXIT = 9
+
+
+def load_catalog(path: Path | None) -> Catalog:
+    """The catalog at ``path``, or the one shipped with xamt."""
+    return catalog_model.load(path or catalog_model.CATALOG_PATH)
+
+
+def _regex(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise UsageError(f"--only {text!r} is not a regular expression: {exc}") from None
+
+
+@app.command("build")
+@handles_errors
+def catalog_build(
+    libraries: Annotated[list[str] | None, typer.Argument(help="Libraries (default: all).")] = None,
+    out_path: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where to write the catalog (default: the shipped one)."),
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", hidden=True, help="Deprecated: use --out.")
+    ] = None,
+    only: Annotated[
+        str | None, typer.Option(help="Regex on operation names (partial build).")
+    ] = None,
+    fresh: Annotated[
+        bool, typer.Option(help="Ignore checkpointed results of earlier runs.")
+    ] = False,
+    variant: VariantOpt = Variant.cpu,
+) -> None:
+    """Build the catalog from the installed libraries: inventory, normalization, candidates,
+    execution-validated groups. Resumes from checkpointed results unless --fresh.
+
+    Example: `xamt catalog build numpy torch --only '^(add|sum)$' --out my-catalog.toml`
+    """
+    if output is not None:
+        if out_path is not None:
+            raise UsageError("give --out only (--output is its old spelling)")
+        warn("--output is deprecated; use --out")
+        out_path = output
+    libs = chosen_libraries(libraries, all_=not libraries)
+    if len(libs) < 2:
+        raise UsageError("a catalog needs at least two libraries")
+    pattern = _regex(only) if only else None
+    cache = envs.xamt_home() / "catalog"
+    if fresh and cache.exists():
+        for stale in cache.glob("probes-*.jsonl"):
+            stale.unlink()
+    target = out_path or catalog_model.CATALOG_PATH
+    pythons = {lib: envs.interpreter(lib, variant.value) for lib in libs}
+    started = time.monotonic()
+    with WorkerPool(pythons, deadline=20) as pool:
+        say(f"starting {len(libs)} workers")
+        pool.start()
+        catalog = build_catalog(
+            pool,
+            cache_dir=cache,
+            ops=(lambda op: bool(pattern.search(op))) if pattern else None,
+            progress=lambda line: say(f"  {line}"),
+        )
+    catalog_model.save(catalog, target)
+    stats = catalog.stats()
+    say(
+        f"wrote {target}: {stats['groups']} groups, {stats['matched_apis']} APIs, "
+        f"{time.monotonic() - started:.0f} s"
+    )
+
+
+@app.command("stats")
+@handles_errors
+def catalog_stats(catalog: CatalogOpt = None, as_json: JsonOpt = False) -> None:
+    """Totals: groups, matched API names, distinct callables, groups per library.
+
+    Example: `xamt catalog stats --json`
+    """
+    stats = load_catalog(catalog).stats()
+    if as_json:
+        say(json.dumps(stats, indent=2))
+        return
+    say(
+        f"groups {stats['groups']}  operations {stats['operations']}  "
+        f"matched APIs {stats['matched_apis']}  distinct callables "
+        f"{stats['distinct_callables']}"
+    )
+    table = Table("library", "version", "groups", "APIs")
+    for lib, n in stats["groups_per_library"].items():
+        table.add_row(
+            cell(lib),
+            cell(stats["library_versions"].get(lib, "-")),
+            cell(n),
+            cell(stats["apis_per_library"][lib]),
+        )
+    out.print(table)
+    say("families: " + ", ".join(f"{k} {v}" for k, v in stats["families"].items()))
+
+
+@app.command("list")
+@handles_errors
+def catalog_list(
+    lib: Annotated[
+        list[str] | None, typer.Option("--lib", help="Only groups with this library.")
+    ] = None,
+    family: Annotated[Family | None, typer.Option(help="Only this family.")] = None,
+    catalog: CatalogOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List groups (id, family, dtype, libraries).
+
+    Example: `xamt catalog list --lib paddle --family reduction`
+    """
+    cat = load_catalog(catalog)
+    wanted = {check_library(x) for x in lib or []}
+    groups = [
+        g
+        for g in cat.groups
+        if wanted <= set(g.libraries) and (family is None or g.family == family)
+    ]
+    if as_json:
+        say(
+            json.dumps(
+                [
+                    {
+                        "id": g.id,
+                        "family": g.family,
+                        "dtype": g.dtype,
+                        "roles": list(g.roles),
+                        "libraries": list(g.libraries),
+                    }
+                    for g in groups
+                ],
+                indent=2,
+            )
+        )
+        return
+    for g in groups:
+        say(f"{g.id:32} {g.family:12} {g.dtype:8} {' '.join(g.libraries)}")
+    warn(f"{len(groups)} groups")
+
+
+@app.command("show")
+@handles_errors
+def catalog_show(
+    group: Annotated[str, typer.Argument(help="Group id (see `xamt catalog list`).")],
+    catalog: CatalogOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """One group: its roles, dtype and how each member binds them.
+
+    Example: `xamt catalog show 'sum[axis]'`
+    """
+    g = load_catalog(catalog).group(group)
+    if as_json:
+        say(json.dumps(asdict(g), indent=2))
+        return
+    say(f"{g.id}: {g.family}, roles {', '.join(g.roles)}, validated on {g.dtype}")
+    table = Table("library", "api", "positional", "keywords", "optional roles")
+    for m in g.members:
+        table.add_row(
+            cell(m.library),
+            cell(m.api),
+            cell(", ".join(m.args) or "-"),
+            cell(", ".join(f"{p}={r}" for p, r in m.kwargs.items()) or "-"),
+            cell(", ".join(f"{r}->{p}" for r, p in m.optional.items()) or "-"),
+        )
+    out.print(table)
+
+
+@app.command("check")
+@handles_errors
+def catalog_check(
+    sample: Annotated[int | None, typer.Option(help="Check a seeded sample of N groups.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sample.")] = 0,
+    catalog: CatalogOpt = None,
+    variant: VariantOpt = Variant.cpu,
+    as_json: JsonOpt = False,
+) -> None:
+    """Re-validate committed groups on the installed versions; exit 9 when any drifted.
+
+    Example: `xamt catalog check --sample 50 --seed 3`
+    """
+    if sample is not None and sample <= 0:
+        raise UsageError("--sample must be positive")
+    cat = load_catalog(catalog)
+    groups = sample_groups(cat, sample, seed)
+    libs = sorted({lib for g in groups for lib in g.libraries}, key=library_names().index)
+    pythons = {lib: envs.interpreter(lib, variant.value) for lib in libs}
+    with WorkerPool(pythons, deadline=20) as pool:
+        versions = {lib: h.version for lib, h in pool.start().items()}
+        drifts = check_groups(pool, groups)
+    changed = {
+        lib: (cat.libraries.get(lib), v)
+        for lib, v in versions.items()
+        if cat.libraries.get(lib) != v
+    }
+    report = {
+        "checked": len(groups),
+        "drifted": len(drifts),
+        "version_changes": {k: {"catalog": a, "installed": b} for k, (a, b) in changed.items()},
+        "drift": [
+            {"group": d.group, "failing": d.failing, "disagreeing": list(d.disagreeing)}
+            for d in drifts
+        ],
+    }
+    if as_json:
+        say(json.dumps(report, indent=2))
+    else:
+        for lib, (a, b) in changed.items():
+            say(f"{lib}: catalog built with {a}, installed {b}")
+        for d in drifts:
+            parts = [f"{api} {status}" for api, status in d.failing.items()]
+            parts += [f"{api} disagrees" for api in d.disagreeing]
+            say(f"drift {d.group}: {'; '.join(parts)}")
+        say(f"checked {len(groups)} groups: {len(drifts)} drifted")
+    if drifts:
+        raise typer.Exit(DRIFT_EXIT)
