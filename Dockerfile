@@ -1,17 +1,27 @@
-# The all-in-one xamt image: the orchestrator and every library's env (numpy, torch,
-# tensorflow, jax, paddle, mindspore, mxnet), each built in its own stage and copied in.
-# `docker run xamt fuzz` fuzzes across all seven; any other xamt command works too.
+# The xamt images, from one file: the orchestrator and library environments, each env built
+# by `xamt env install` from images/<lib>/requirements-${VARIANT}.txt.
 #
-# Build from the repository root:
-#   docker build -t xamt .
-#   docker build --build-arg VARIANT=cuda -t xamt:cuda .
-# The stages are the same text as in images/<lib>/Dockerfile, so building one reuses the
-# other's layers. Build arguments, local wheels and the CA-bundle secret: images/README.md.
+#   docker build -t xamt .                                  # every library (the all-in-one)
+#   docker build --build-arg LIB=torch -t xamt-torch .      # one library and the numpy reference
+#   docker build --build-arg VARIANT=cuda -t xamt:cuda .    # CUDA environments
+#
+# `docker run xamt` fuzzes across the image's libraries; any other xamt command works too.
+# Build from the repository root (the context needs pyproject.toml, xamt/, images/,
+# templates/). Each library's env is its own stage, which depends only on the orchestrator:
+# building one image reuses the env stages another build made. Build arguments, local wheels
+# and the CA-bundle secret: images/README.md.
 
 ARG BASE_IMAGE=debian:bookworm-slim
+# One library of images/ (numpy, torch, tensorflow, jax, paddle, mindspore, mxnet), or empty
+# for all of them.
+ARG LIB=
+# cpu or cuda: which requirements-<variant>.txt each env is built from.
+ARG VARIANT=cpu
+# Local wheel folders (torch's CPU build is not on PyPI): the build context's wheels/ folder,
+# or one mounted at /mnt/wheels; folders that do not exist are skipped.
+ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
 
-# --- builder: Python 3.11 and every shared library an env needs to load (same in every xamt
-# Dockerfile, so one build's layers serve the others) --------------------------------------
+# --- builder: Python 3.11 and every shared library an env needs to load ----------------------
 FROM ${BASE_IMAGE} AS builder
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG DEBIAN_FRONTEND=noninteractive
@@ -31,8 +41,12 @@ ENV XAMT_HOME=/opt/xamt \
     UV_COMPILE_BYTECODE=1 \
     UV_PYTHON_DOWNLOADS=never
 
-# --- orchestrator: xamt itself, in its own venv -------------------------------------------
+# --- orchestrator: xamt itself, in its own venv, and the env installer ---------------------
 FROM builder AS orchestrator
+ARG VARIANT
+ARG XAMT_FIND_LINKS
+ENV XAMT_VARIANT=${VARIANT} \
+    XAMT_FIND_LINKS=${XAMT_FIND_LINKS}
 COPY pyproject.toml README.md /src/
 COPY xamt /src/xamt
 COPY images /src/images
@@ -43,120 +57,55 @@ RUN --mount=type=secret,id=ca_bundle \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi \
  && python3 -m venv /opt/xamt/venv \
  && /opt/xamt/venv/bin/pip install --no-cache-dir /src \
+ && install -m 0755 /src/images/install-env.sh /usr/local/bin/xamt-install-env \
  && rm -rf /src
 
-# --- the numpy env: `xamt env install` builds it from images/numpy/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
+# --- one stage per library env (images/install-env.sh: the CA bundle, local wheels, the marker
+# written after the library loaded in a worker, mindspore's CPU-only plugins) ----------------
 FROM orchestrator AS env-numpy
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install numpy --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env numpy
 
-# --- the torch env: `xamt env install` builds it from images/torch/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
 FROM orchestrator AS env-torch
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install torch --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env torch
 
-# --- the tensorflow env: `xamt env install` builds it from images/tensorflow/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
 FROM orchestrator AS env-tensorflow
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install tensorflow --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env tensorflow
 
-# --- the jax env: `xamt env install` builds it from images/jax/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
 FROM orchestrator AS env-jax
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install jax --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env jax
 
-# --- the paddle env: `xamt env install` builds it from images/paddle/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
 FROM orchestrator AS env-paddle
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install paddle --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env paddle
 
-# --- the mindspore env: `xamt env install` builds it from images/mindspore/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
-# The CPU env drops mindspore's GPU and Ascend plugins (~1.7 GB of the 2.6 GB env; the wheel
-# ships them for every platform) and then proves, in a worker, that the CPU plugin runs an op.
 FROM orchestrator AS env-mindspore
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install mindspore --variant "${VARIANT}" \
- && if [ "${VARIANT}" = cpu ]; then \
-        plugin="${XAMT_HOME}/envs/mindspore-cpu/lib/python3.11/site-packages/mindspore/lib/plugin" \
-     && rm -rf "${plugin}"/ascend "${plugin}"/gpu "${plugin}"/gpu11.1 "${plugin}"/gpu11.6 \
-               "${plugin}"/libmindspore_ascend.so.* "${plugin}"/libmindspore_gpu.so.* \
-               "${plugin}"/libmindspore_ops_ascend.so \
-     && xamt call mindspore.ops.add -a 'randn(2,3):float32' -a 'randn(2,3):float32' \
-            --json > /tmp/mindspore-check.json \
-     && python3 -c 'import json, sys; sys.exit(any(o["status"] != "ok" for o in json.load(open(sys.argv[1]))))' \
-            /tmp/mindspore-check.json \
-     && rm /tmp/mindspore-check.json; \
-    fi
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env mindspore
 
-# --- the mxnet env: `xamt env install` builds it from images/mxnet/requirements-${VARIANT}.txt
-# and writes its marker the way xamt does (after the library loaded in a worker). Local wheels
-# (torch's CPU build is not on PyPI) come from the build context's wheels/ folder or a folder
-# mounted at /mnt/wheels; folders that do not exist are skipped.
 FROM orchestrator AS env-mxnet
-ARG VARIANT=cpu
-ARG XAMT_FIND_LINKS=/ctx/wheels:/mnt/wheels
-RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle \
-    if [ -s /run/secrets/ca_bundle ]; then \
-        export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; \
-    fi \
- && xamt env install mxnet --variant "${VARIANT}"
+RUN --mount=type=bind,target=/ctx --mount=type=secret,id=ca_bundle xamt-install-env mxnet
+
+# --- every env but numpy's (the image copies numpy's in any case), for an empty LIB ----------
+FROM scratch AS env-all
+COPY --from=env-torch /opt/xamt/envs/ /opt/xamt/envs/
+COPY --from=env-tensorflow /opt/xamt/envs/ /opt/xamt/envs/
+COPY --from=env-jax /opt/xamt/envs/ /opt/xamt/envs/
+COPY --from=env-paddle /opt/xamt/envs/ /opt/xamt/envs/
+COPY --from=env-mindspore /opt/xamt/envs/ /opt/xamt/envs/
+COPY --from=env-mxnet /opt/xamt/envs/ /opt/xamt/envs/
+
+# --- the env LIB names (env-all when LIB is empty); only the stages it needs are built -------
+# hadolint ignore=DL3006
+FROM env-${LIB:-all} AS env-selected
 
 # --- the image: a slim runtime with the orchestrator and the envs, as a non-root user -----
 FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG DEBIAN_FRONTEND=noninteractive
-ARG VARIANT=cpu
+ARG LIB
+ARG VARIANT
 ARG XAMT_VERSION=dev
 ARG VCS_REF=unknown
 ARG SOURCE_URL=https://github.com/xamt/xamt
+ARG BASE_IMAGE
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 libgomp1 libquadmath0 \
@@ -165,14 +114,9 @@ RUN apt-get update \
  && install -d -o xamt -g xamt /opt/xamt/catalog /opt/xamt/logs /work
 COPY --from=orchestrator /opt/xamt/venv /opt/xamt/venv
 COPY --from=env-numpy /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-torch /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-tensorflow /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-jax /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-paddle /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-mindspore /opt/xamt/envs/ /opt/xamt/envs/
-COPY --from=env-mxnet /opt/xamt/envs/ /opt/xamt/envs/
-LABEL org.opencontainers.image.title="xamt" \
-      org.opencontainers.image.description="xamt, the cross-framework differential fuzzer, with every library environment" \
+COPY --from=env-selected /opt/xamt/envs/ /opt/xamt/envs/
+LABEL org.opencontainers.image.title="xamt${LIB:+-}${LIB}" \
+      org.opencontainers.image.description="xamt, the cross-framework differential fuzzer, with the numpy reference environment and ${LIB:-every library}'s" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.source="${SOURCE_URL}" \
       org.opencontainers.image.url="${SOURCE_URL}" \
@@ -181,8 +125,10 @@ LABEL org.opencontainers.image.title="xamt" \
       org.opencontainers.image.revision="${VCS_REF}" \
       org.opencontainers.image.vendor="xamt" \
       org.opencontainers.image.base.name="${BASE_IMAGE}"
+# XAMT_LIBS is what `xamt fuzz --libs` defaults to: numpy and LIB, or (empty) every library.
 ENV XAMT_HOME=/opt/xamt \
     XAMT_VARIANT=${VARIANT} \
+    XAMT_LIBS=${LIB:+numpy,}${LIB} \
     PATH=/opt/xamt/venv/bin:${PATH} \
     PYTHONUNBUFFERED=1
 USER 10001:10001

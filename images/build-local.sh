@@ -14,13 +14,16 @@
 #      fails on hosts in cgroup hybrid mode) and default ulimits no higher than this shell's
 #      hard limits (a container asking for more than the host allows fails to start).
 #   3. Makes the base image offline: mmdebstrap --variant=minbase with Python 3.11 and the
-#      shared libraries the environments need, then `podman import` (no registry needed).
-#   4. Builds images/<lib>/Dockerfile and the top-level Dockerfile with
-#      `podman build --network host --format docker` (pip, uv and apt reach their indexes; the
-#      docker format keeps the Dockerfiles' SHELL, which the OCI format drops). The host CA bundle
-#      goes in as the read-only build secret "ca_bundle", for networks that intercept HTTPS;
-#      the local wheel folder (torch's CPU wheel is not on PyPI) is mounted read-only at
-#      /mnt/wheels, where the Dockerfiles look for wheels.
+#      shared libraries the environments need, from bookworm, bookworm-updates and
+#      bookworm-security (so the image has Debian's security updates), then `podman import`
+#      (no registry needed).
+#   4. Builds the Dockerfile once per library (`--build-arg LIB=<lib>`) and then with no LIB
+#      (the all-in-one image, which reuses the per-library env stages from the build cache),
+#      with `podman build --network host --format docker` (pip, uv and apt reach their indexes;
+#      the docker format keeps the Dockerfile's SHELL, which the OCI format drops). The host CA
+#      bundle goes in as the read-only build secret "ca_bundle", for networks that intercept
+#      HTTPS; the local wheel folder (torch's CPU wheel is not on PyPI) is mounted read-only at
+#      /mnt/wheels, where the Dockerfile looks for wheels.
 #   5. Runs a short campaign in the all-in-one image with `--network none` and checks that
 #      findings.json names all seven libraries.
 #
@@ -38,6 +41,22 @@
 #                    by default it is pruned at the end, leaving only the tagged images
 #                    (about 15 GB for all eight CPU images)
 #
+#   XAMT_INSTALL_CONF  1 to also install the containers.conf as /etc/containers/containers.conf
+#                    (where podman finds it in every shell); refused if a different file is
+#                    there already
+#   DEBIAN_SECURITY_MIRROR  security mirror for mmdebstrap
+#                    (default http://deb.debian.org/debian-security)
+#
+# Running the images later, in another shell: the containers.conf this script writes is only
+# exported (CONTAINERS_CONF) in its own shell. Without it, `podman run` asks for podman's
+# default ulimits, which can exceed this host's hard limits, and fails with
+# `error setting rlimit type 7: operation not permitted` (type 7 is RLIMIT_NOFILE). In a new
+# shell, either export it again:
+#   export CONTAINERS_CONF=/var/tmp/xamt-build/containers.conf   # $XAMT_BUILD_DIR/containers.conf
+# or pass both ulimits to each run (the values the script prints at its end):
+#   podman run --ulimit nofile=N:N --ulimit nproc=M:M ... localhost/xamt:cpu ...
+# or run this script once with XAMT_INSTALL_CONF=1.
+#
 # Exit status: 0 when every image built and the smoke campaign named all seven libraries.
 set -euo pipefail
 
@@ -48,6 +67,7 @@ WHEELS="${XAMT_WHEELS:-/opt/wheels}"
 CA_BUNDLE="${XAMT_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
 WORK="${XAMT_BUILD_DIR:-/var/tmp/xamt-build}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 BUDGET="${XAMT_SMOKE_BUDGET:-60s}"
 BASE="localhost/xamt-base:bookworm"
 read -r -a WANT <<<"${XAMT_IMAGES:-${LIBS[*]} all}"
@@ -86,16 +106,31 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 EOF
 log "containers.conf: $CONTAINERS_CONF (nofile $hard_nofile, nproc $hard_nproc)"
+if [[ "${XAMT_INSTALL_CONF:-0}" == 1 ]]; then
+    system_conf=/etc/containers/containers.conf
+    if [[ -e "$system_conf" ]] && ! cmp -s "$system_conf" "$CONTAINERS_CONF" \
+        && ! head -n 1 "$system_conf" | grep -q '^# Written by images/build-local.sh'; then
+        die "$system_conf exists and was not written by this script: merge $CONTAINERS_CONF into it by hand"
+    fi
+    install -D -m 0644 "$CONTAINERS_CONF" "$system_conf"
+    log "installed it as $system_conf: podman uses it in every shell"
+fi
 
 # -- 3. base image ------------------------------------------------------------------------
 if podman image exists "$BASE"; then
     log "base image $BASE exists"
 else
-    log "making the base image with mmdebstrap (bookworm, minbase)"
+    log "making the base image with mmdebstrap (bookworm with its updates and security suites, minbase)"
     started=$SECONDS
+    # One sources line per suite: the point release, its updates, and the security archive, so
+    # the base (and every apt-get in the Dockerfile) gets Debian's security fixes.
     mmdebstrap --variant=minbase \
         --include=python3-minimal,python3,python3-venv,ca-certificates,libgomp1,libquadmath0 \
-        bookworm "$WORK/base.tar" "$MIRROR" >"$WORK/logs/mmdebstrap.log" 2>&1 \
+        bookworm "$WORK/base.tar" \
+        "deb $MIRROR bookworm main" \
+        "deb $MIRROR bookworm-updates main" \
+        "deb $SECURITY_MIRROR bookworm-security main" \
+        >"$WORK/logs/mmdebstrap.log" 2>&1 \
         || die "mmdebstrap (log: $WORK/logs/mmdebstrap.log)"
     podman import --quiet "$WORK/base.tar" "$BASE" >/dev/null
     rm -f "$WORK/base.tar"
@@ -123,11 +158,11 @@ if [[ -d "$WHEELS" ]]; then
 fi
 
 declare -A SECONDS_TAKEN=()
-build() {  # build NAME DOCKERFILE TAG
-    local name=$1 file=$2 tag=$3 started=$SECONDS
-    log "building $tag from $file (log: $WORK/logs/build-$name.log)"
-    if ! podman build "${build_args[@]}" -f "$context/$file" -t "$tag" "$context" \
-        >"$WORK/logs/build-$name.log" 2>&1; then
+build() {  # build NAME LIB TAG: the Dockerfile with --build-arg LIB=LIB ("" for every library)
+    local name=$1 lib=$2 tag=$3 started=$SECONDS
+    log "building $tag (LIB=${lib:-<all>}; log: $WORK/logs/build-$name.log)"
+    if ! podman build "${build_args[@]}" --build-arg "LIB=$lib" -f "$context/Dockerfile" \
+        -t "$tag" "$context" >"$WORK/logs/build-$name.log" 2>&1; then
         tail -n 30 "$WORK/logs/build-$name.log" >&2
         die "building $tag (log: $WORK/logs/build-$name.log)"
     fi
@@ -137,10 +172,11 @@ build() {  # build NAME DOCKERFILE TAG
 
 for name in "${WANT[@]}"; do
     if [[ "$name" == all ]]; then
-        build all Dockerfile "localhost/xamt:$VARIANT"
+        build all "" "localhost/xamt:$VARIANT"
     else
-        [[ -f "$context/images/$name/Dockerfile" ]] || die "no images/$name/Dockerfile"
-        build "$name" "images/$name/Dockerfile" "localhost/xamt-$name:$VARIANT"
+        [[ -f "$context/images/$name/requirements-$VARIANT.txt" ]] \
+            || die "no images/$name/requirements-$VARIANT.txt: not a library xamt knows"
+        build "$name" "$name" "localhost/xamt-$name:$VARIANT"
         podman run --rm --network none "localhost/xamt-$name:$VARIANT" env list \
             >"$WORK/logs/env-list-$name.log" 2>&1 \
             || die "xamt env list in xamt-$name (log: $WORK/logs/env-list-$name.log)"
@@ -180,3 +216,13 @@ EOF
     log "smoke campaign passed in $((SECONDS - started)) s"
 fi
 log "done"
+if [[ "${XAMT_INSTALL_CONF:-0}" != 1 ]]; then
+    cat <<EOF
+To run the images from another shell, podman needs this script's containers.conf: without it
+\`podman run\` fails with "error setting rlimit type 7: operation not permitted". Either
+    export CONTAINERS_CONF=$CONTAINERS_CONF
+or pass both ulimits to each run:
+    podman run --ulimit nofile=$hard_nofile:$hard_nofile --ulimit nproc=$hard_nproc:$hard_nproc --rm localhost/xamt:$VARIANT env list
+or run this script again with XAMT_INSTALL_CONF=1 to install it as /etc/containers/containers.conf.
+EOF
+fi

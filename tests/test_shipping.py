@@ -12,10 +12,12 @@ OCI labels, a non-root user, ``xamt`` as the entrypoint, and envs installed by
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,7 @@ import pytest
 from xamt.libraries import library_names
 
 ROOT = Path(__file__).resolve().parent.parent
-TOP_DOCKERFILE = ROOT / "Dockerfile"
-LIB_DOCKERFILES = {lib: ROOT / "images" / lib / "Dockerfile" for lib in library_names()}
-DOCKERFILES = [TOP_DOCKERFILE, *LIB_DOCKERFILES.values()]
+DOCKERFILE = ROOT / "Dockerfile"
 ACTION = ROOT / "action.yml"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 OCI_LABELS = ("title", "description", "licenses", "source", "version", "revision")
@@ -61,12 +61,6 @@ def load_yaml(path: Path) -> Any:
 # -- the tools ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=rel)
-def test_hadolint(dockerfile: Path) -> None:
-    result = run(tool("hadolint"), "--no-color", "--failure-threshold", "info", str(dockerfile))
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_action_matches_the_github_actions_schema() -> None:
     cmd = (tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", str(ACTION))
     result = run(*cmd)
@@ -87,7 +81,33 @@ def test_zizmor_offline_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# -- Dockerfile conventions --------------------------------------------------------------------
+# -- the package's metadata ---------------------------------------------------------------------
+
+
+def test_project_metadata_says_where_it_lives_and_what_it_is() -> None:
+    """`pip show xamt` has a home page, project URLs (the repository the image labels name),
+    authors, and classifiers that exist and agree with requires-python."""
+    from trove_classifiers import classifiers as known  # a dev extra
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    (source,) = re.findall(r"^ARG SOURCE_URL=(\S+)$", DOCKERFILE.read_text(), re.M)
+    urls = meta["urls"]
+    assert {"Homepage", "Documentation", "Repository", "Issues"} <= set(urls)
+    assert urls["Repository"] == urls["Homepage"] == source
+    assert all(url.startswith(source) for url in urls.values()), urls
+    assert meta["authors"] and all(a.get("name") or a.get("email") for a in meta["authors"])
+    classifiers = meta["classifiers"]
+    assert classifiers == sorted(set(classifiers)) and set(classifiers) <= known
+    # `license` is an SPDX expression (PEP 639): no license classifier beside it
+    assert isinstance(meta["license"], str) and not any(
+        c.startswith("License ::") for c in classifiers
+    )
+    lowest = meta["requires-python"].removeprefix(">=")
+    versions = [c.rsplit(" :: ", 1)[1] for c in classifiers if re.search(r"Python :: 3\.\d+$", c)]
+    assert versions and min(versions, key=lambda v: tuple(map(int, v.split(".")))) == lowest
+
+
+# -- the Dockerfile -----------------------------------------------------------------------------
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:
@@ -102,28 +122,85 @@ def instructions(dockerfile: Path) -> list[tuple[str, str]]:
     return out
 
 
+def stages(dockerfile: Path) -> dict[str, list[tuple[str, str]]]:
+    """Stage name -> its instructions (FROM first); the unnamed last stage is ``""``."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] | None = None
+    for word, args in instructions(dockerfile):
+        if word == "FROM":
+            m = re.search(r" AS (\S+)$", args)
+            current = out.setdefault(m.group(1) if m else "", [])
+        if current is not None:
+            current.append((word, args))
+    return out
+
+
+def global_args(dockerfile: Path) -> dict[str, str]:
+    """The ARGs before the first FROM, with their defaults."""
+    out = {}
+    for word, args in instructions(dockerfile):
+        if word == "FROM":
+            break
+        if word == "ARG":
+            name, _, default = args.partition("=")
+            out[name] = default
+    return out
+
+
+def expand(text: str, values: dict[str, str]) -> str:
+    """Dockerfile variable expansion: ``${X}``, ``${X:-word}``, ``${X:+word}`` (one level of
+    nesting, as the Dockerfile uses)."""
+
+    def one(m: re.Match[str]) -> str:
+        name, op, word = m.group(1), m.group(2), m.group(3) or ""
+        value = values.get(name, "")
+        if op == ":-":
+            return value or word
+        if op == ":+":
+            return word if value else ""
+        return value
+
+    return re.sub(r"\$\{(\w+)(?:(:[-+])([^{}]*))?\}", one, text)
+
+
 def final_stage(dockerfile: Path) -> list[tuple[str, str]]:
-    steps = instructions(dockerfile)
-    last_from = max(i for i, (word, _) in enumerate(steps) if word == "FROM")
-    return steps[last_from:]
+    return stages(dockerfile)[""]
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=rel)
-def test_base_image_comes_from_the_base_image_arg(dockerfile: Path) -> None:
-    steps = instructions(dockerfile)
+def test_one_dockerfile_in_the_tree() -> None:
+    """Every image comes from the top-level Dockerfile (``LIB`` picks the library): no second
+    Dockerfile to keep in step."""
+    found = [
+        p
+        for p in ROOT.rglob("*")
+        if p.is_file()
+        and re.fullmatch(r"(.*\.)?[Dd]ockerfile(\..*)?|Containerfile", p.name)
+        and not {".git", ".venv", "build", "dist"} & set(p.relative_to(ROOT).parts)
+    ]
+    assert found == [DOCKERFILE]
+
+
+def test_hadolint() -> None:
+    result = run(tool("hadolint"), "--no-color", "--failure-threshold", "info", str(DOCKERFILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_base_image_comes_from_the_base_image_arg() -> None:
+    steps = instructions(DOCKERFILE)
     assert steps[0][0] == "ARG" and re.fullmatch(r"BASE_IMAGE=\S+", steps[0][1]), steps[0]
-    stages = {
-        m.group(1) for w, a in steps if w == "FROM" for m in [re.search(r" AS (\S+)", a)] if m
-    }
+    names = set(stages(DOCKERFILE)) - {""}
     for word, args in steps:
         if word == "FROM":
             image = args.split()[0]
-            assert image == "${BASE_IMAGE}" or image in stages, f"FROM {args}"
+            assert (
+                image in ("${BASE_IMAGE}", "scratch")
+                or image in names
+                or (image == "env-${LIB:-all}")
+            ), f"FROM {args}"
 
 
-@pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=rel)
-def test_final_stage_labels_user_and_entrypoint(dockerfile: Path) -> None:
-    stage = final_stage(dockerfile)
+def test_final_stage_labels_user_and_entrypoint() -> None:
+    stage = final_stage(DOCKERFILE)
     labels = " ".join(args for word, args in stage if word == "LABEL")
     for name in OCI_LABELS:
         assert f"org.opencontainers.image.{name}=" in labels, name
@@ -135,77 +212,83 @@ def test_final_stage_labels_user_and_entrypoint(dockerfile: Path) -> None:
     env = " ".join(args for word, args in stage if word == "ENV")
     assert "XAMT_HOME=/opt/xamt" in env
     assert "XAMT_VARIANT=${VARIANT}" in env
+    # every ${X} the final stage uses is declared in it (a global ARG alone is not in scope)
+    declared = {args.split("=")[0] for word, args in stage if word == "ARG"}
+    used = set(re.findall(r"\$\{(\w+)", " ".join(a for w, a in stage if w in ("LABEL", "ENV"))))
+    assert used - {"PATH"} <= declared, used - declared
 
 
-def installed_libraries(dockerfile: Path) -> list[str]:
-    """The libraries whose envs the Dockerfile builds, from its `xamt env install` commands."""
-    found = []
-    for word, args in instructions(dockerfile):
-        if word == "RUN":
-            for m in re.finditer(r"xamt env install (\w+) --variant \"\$\{VARIANT\}\"", args):
-                found.append(m.group(1))
-    return found
+def test_one_env_stage_per_library() -> None:
+    """Each library's env is a stage of its own, built from the orchestrator alone by
+    `xamt-install-env LIB` (so a build for one library reuses another build's env stages),
+    and the image folder of every library has its two requirements files."""
+    found = stages(DOCKERFILE)
+    libs = list(library_names())
+    assert sorted(n for n in found if n.startswith("env-") and n[4:] in libs) == sorted(
+        f"env-{lib}" for lib in libs
+    )
+    for lib in libs:
+        steps = found[f"env-{lib}"]
+        assert steps[0] == ("FROM", f"orchestrator AS env-{lib}")
+        runs = [args for word, args in steps if word == "RUN"]
+        assert len(runs) == 1 and runs[0].endswith(f" xamt-install-env {lib}"), runs
+        assert "ARG" not in {word for word, _ in steps}, "an env stage must not depend on LIB"
+        for variant in ("cpu", "cuda"):
+            assert (ROOT / "images" / lib / f"requirements-{variant}.txt").is_file()
+    folders = {p.parent.name for p in (ROOT / "images").glob("*/requirements-cpu.txt")}
+    assert folders == set(libs)
+    installer = " ".join(args for word, args in found["orchestrator"] if word == "RUN")
+    assert "install -m 0755 /src/images/install-env.sh /usr/local/bin/xamt-install-env" in (
+        installer
+    )
 
 
-@pytest.mark.parametrize("lib", sorted(LIB_DOCKERFILES))
-def test_library_image_installs_its_own_requirements(lib: str) -> None:
-    dockerfile = LIB_DOCKERFILES[lib]
-    want = ["numpy"] if lib == "numpy" else ["numpy", lib]
-    assert installed_libraries(dockerfile) == want
-    for variant in ("cpu", "cuda"):
-        assert (dockerfile.parent / f"requirements-{variant}.txt").is_file()
-    text = dockerfile.read_text()
-    assert "ARG VARIANT=cpu" in text
-    stage = final_stage(dockerfile)
-    copies = [args for word, args in stage if word == "COPY" and "/opt/xamt/envs/" in args]
-    assert copies == [f"--from=env-{name} /opt/xamt/envs/ /opt/xamt/envs/" for name in want]
-    if lib != "numpy":
-        (cmd,) = [args for word, args in stage if word == "CMD"]
-        assert f'"--libs", "numpy,{lib}"' in cmd
-
-
-def test_all_in_one_image_installs_every_library() -> None:
-    assert installed_libraries(TOP_DOCKERFILE) == list(library_names())
-    stage = final_stage(TOP_DOCKERFILE)
-    copies = [args for word, args in stage if word == "COPY" and "/opt/xamt/envs/" in args]
-    assert copies == [
-        f"--from=env-{lib} /opt/xamt/envs/ /opt/xamt/envs/" for lib in library_names()
+@pytest.mark.parametrize("lib", ["", *library_names()], ids=lambda lib: lib or "all")
+def test_lib_selects_the_envs_and_the_default_libraries(lib: str) -> None:
+    """What ``--build-arg LIB=lib`` gives: the env stages copied into the image, the title and
+    the libraries `xamt fuzz` takes by default (XAMT_LIBS; empty means every library)."""
+    found = stages(DOCKERFILE)
+    assert "LIB" in global_args(DOCKERFILE) and global_args(DOCKERFILE)["LIB"] == ""
+    values = {"LIB": lib}
+    (selected,) = [args for word, args in found["env-selected"] if word == "FROM"]
+    source = expand(selected.split()[0], values)
+    assert source in found, source
+    # The image copies numpy's env and env-selected's; env-selected is one library's env
+    # stage, or env-all, an empty stage with the others' envs copied in.
+    copied = set()
+    for word, args in final_stage(DOCKERFILE):
+        m = re.fullmatch(r"--from=env-(\w+) /opt/xamt/envs/ /opt/xamt/envs/", args)
+        if word == "COPY" and m:
+            copied.add(m.group(1))
+    assert copied == {"numpy", "selected"}
+    copied = {"numpy", source.removeprefix("env-")}
+    if source == "env-all":
+        assert found[source][0] == ("FROM", "scratch AS env-all")
+        copied = {"numpy"} | {
+            m.group(1)
+            for word, args in found[source]
+            for m in [re.fullmatch(r"--from=env-(\w+) /opt/xamt/envs/ /opt/xamt/envs/", args)]
+            if word == "COPY" and m
+        }
+    assert copied == ({"numpy", lib} if lib else set(library_names()))
+    env = " ".join(args for word, args in final_stage(DOCKERFILE) if word == "ENV")
+    (libs,) = re.findall(r"XAMT_LIBS=(\S+)", env)
+    assert expand(libs, values) == (f"numpy,{lib}" if lib else "")
+    labels = " ".join(args for word, args in final_stage(DOCKERFILE) if word == "LABEL")
+    (title,) = re.findall(r'image\.title="([^"]+)"', labels)
+    assert expand(title, values) == (f"xamt-{lib}" if lib else "xamt")
+    assert [args for word, args in final_stage(DOCKERFILE) if word == "CMD"] == [
+        '["fuzz", "--out", "/work/xamt-out"]'
     ]
 
 
-def test_every_image_folder_has_a_dockerfile() -> None:
-    folders = {p.parent.name for p in (ROOT / "images").glob("*/requirements-cpu.txt")}
-    assert folders == set(LIB_DOCKERFILES)
-    assert all(p.is_file() for p in LIB_DOCKERFILES.values())
-
-
-def shared_prefix(dockerfile: Path) -> str:
-    text = dockerfile.read_text()
-    start = text.index("ARG BASE_IMAGE")
-    return text[start : text.index("FROM orchestrator AS env-")]
-
-
-def test_builder_stages_are_the_same_text_everywhere() -> None:
-    """Identical builder and orchestrator stages let one image's build reuse another's layers."""
-    prefixes = {rel(p): shared_prefix(p) for p in DOCKERFILES}
-    assert len(set(prefixes.values())) == 1, sorted(prefixes)
-
-
-def test_env_stages_are_the_same_text_everywhere() -> None:
-    def stages(dockerfile: Path) -> dict[str, str]:
-        text = dockerfile.read_text()
-        parts = re.split(r"\n(?=# --- )", text)
-        return {
-            m.group(1): part
-            for part in parts
-            for m in [re.search(r"FROM orchestrator AS env-(\w+)", part)]
-            if m
-        }
-
-    everything = stages(TOP_DOCKERFILE)
-    for lib, dockerfile in LIB_DOCKERFILES.items():
-        for name, text in stages(dockerfile).items():
-            assert text == everything[name], f"env-{name} of images/{lib}/Dockerfile differs"
+def test_install_env_script() -> None:
+    script = ROOT / "images" / "install-env.sh"
+    result = run("bash", "-n", str(script))
+    assert result.returncode == 0, result.stderr
+    text = script.read_text()
+    assert 'xamt env install "$lib" --variant "$variant"' in text
+    assert "/run/secrets/ca_bundle" in text
 
 
 # -- the action and the workflows ---------------------------------------------------------------
@@ -232,6 +315,63 @@ def test_action_inputs_are_documented_and_reach_scripts_through_env_only() -> No
     assert {"new-findings", "report"} <= set(action["outputs"])
     uploads = [s for s in steps if "upload-artifact" in s.get("uses", "")]
     assert len(uploads) == 1
+
+
+def cache_key(action_path: Path, tmp_path: Path, **env: str) -> dict[str, str]:
+    """Run the action's cache-key script as the runner would; its outputs."""
+    (step,) = [s for s in load_yaml(ACTION)["runs"]["steps"] if s.get("id") == "cache-key"]
+    out = tmp_path / "github-output"
+    out.write_text("")
+    settings = {"XAMT_VARIANT": "cpu", "XAMT_LIBRARIES": "", "PYTHON_VERSION": "3.11.9"}
+    result = subprocess.run(
+        ["bash", "-c", step["run"]],
+        env={
+            "PATH": os.environ["PATH"],
+            "ACTION_PATH": str(action_path),
+            "GITHUB_OUTPUT": str(out),
+            "RUNNER_OS": "Linux",
+            "RUNNER_ARCH": "X64",
+            **settings,
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return dict(line.split("=", 1) for line in out.read_text().splitlines())
+
+
+def test_action_caches_xamt_home_when_it_runs_without_an_image(tmp_path: Path) -> None:
+    steps = load_yaml(ACTION)["runs"]["steps"]
+    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
+    assert SHA_PIN.match(cache["uses"].split(" ")[0]), cache["uses"]
+    assert cache["if"] == "inputs.image == '' && inputs.mode == 'fuzz'"
+    # The cached folder is XAMT_HOME as the steps that build and use the envs set it, and it
+    # is restored before the envs are built.
+    homes = {s["env"]["XAMT_HOME"] for s in steps if "XAMT_HOME" in s.get("env", {})}
+    assert homes == {cache["with"]["path"]}
+    setup = next(i for i, s in enumerate(steps) if s.get("id") == "setup")
+    assert steps.index(cache) < setup and '"$bin/xamt" env install' in steps[setup]["run"]
+    assert cache["with"]["key"] == "${{ steps.cache-key.outputs.key }}"
+    assert cache["with"]["restore-keys"] == "${{ steps.cache-key.outputs.restore-prefix }}"
+    # The key changes with any pin of any env, the variant, the libraries and the Python.
+    copy = tmp_path / "action"
+    shutil.copytree(ROOT / "images", copy / "images", ignore=shutil.ignore_patterns("*.sh"))
+    first = cache_key(copy, tmp_path)
+    assert first["key"].startswith(first["restore-prefix"])
+    assert re.fullmatch(r"xamt-home-v1-Linux-X64-py3\.11\.9-cpu-all-[0-9a-f]{16}", first["key"])
+    assert cache_key(copy, tmp_path) == first
+    spec = copy / "images" / "mxnet" / "requirements-cuda.txt"
+    spec.write_text(spec.read_text().replace("mxnet-cu112==1.9.1", "mxnet-cu112==1.9.2"))
+    keys = {
+        cache_key(copy, tmp_path)["key"],
+        cache_key(ROOT, tmp_path, XAMT_VARIANT="cuda")["key"],
+        cache_key(ROOT, tmp_path, XAMT_LIBRARIES="numpy,torch")["key"],
+        cache_key(ROOT, tmp_path, PYTHON_VERSION="3.11.10")["key"],
+    }
+    assert first["key"] not in keys and len(keys) == 4
+    assert "-numpy-torch-" in cache_key(ROOT, tmp_path, XAMT_LIBRARIES="numpy,torch")["key"]
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=rel)
@@ -262,6 +402,68 @@ def test_fuzz_example_shards_merges_and_files() -> None:
 def test_build_local_script_parses() -> None:
     result = run("bash", "-n", str(ROOT / "images" / "build-local.sh"))
     assert result.returncode == 0, result.stderr
+
+
+BUILD_LOCAL = ROOT / "images" / "build-local.sh"
+
+
+def test_build_local_base_image_has_the_security_suite() -> None:
+    """The offline base image comes from bookworm with its updates and security suites."""
+    text = re.sub(r"\\\n\s*", " ", BUILD_LOCAL.read_text())
+    (command,) = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("mmdebstrap ")]
+    assert '"deb $SECURITY_MIRROR bookworm-security main"' in command
+    assert '"deb $MIRROR bookworm main"' in command
+    assert '"deb $MIRROR bookworm-updates main"' in command
+    assert 'SECURITY_MIRROR="${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"' in (
+        text
+    )
+
+
+def test_build_local_says_how_to_run_the_images_from_a_new_shell(tmp_path: Path) -> None:
+    """The containers.conf step and the closing message of build-local.sh, run here: the
+    ulimits written stay within this shell's hard limits, and the message gives both ways to
+    run an image from another shell (CONTAINERS_CONF, or both ulimits)."""
+    text = BUILD_LOCAL.read_text()
+    conf_step = text[text.index("# -- 2. containers.conf") : text.index("# -- 3. base image")]
+    closing = text[text.index('if [[ "${XAMT_INSTALL_CONF:-0}" != 1 ]]; then\n    cat <<EOF') :]
+    script = "\n".join(
+        [
+            "set -euo pipefail",
+            'log() { echo "log: $*"; }',
+            'die() { echo "die: $*"; exit 1; }',
+            f"WORK={tmp_path}",
+            "VARIANT=cpu",
+            conf_step,
+            closing,
+            'echo "hard: $(ulimit -Hn) $(ulimit -Hu)"',
+        ]
+    )
+    result = subprocess.run(
+        ["bash", "-c", script],
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    conf = (tmp_path / "containers.conf").read_text()
+    (nofile, nproc) = re.findall(r'"nofile=(\d+):\1", "nproc=(\d+):\2"', conf)[0]
+    hard_nofile, hard_nproc = result.stdout.split("hard: ")[1].split()
+    assert hard_nofile == "unlimited" or int(nofile) <= int(hard_nofile)
+    assert hard_nproc == "unlimited" or int(nproc) <= int(hard_nproc)
+    out = result.stdout
+    assert "error setting rlimit type 7: operation not permitted" in out
+    assert f"export CONTAINERS_CONF={tmp_path}/containers.conf" in out
+    assert f"--ulimit nofile={nofile}:{nofile} --ulimit nproc={nproc}:{nproc}" in out
+    assert "XAMT_INSTALL_CONF=1" in out
+    readme = (ROOT / "images" / "README.md").read_text()
+    for words in (
+        "rlimit type 7",
+        "export CONTAINERS_CONF=",
+        "--ulimit nproc=",
+        "XAMT_INSTALL_CONF",
+    ):
+        assert words in readme and words in text
 
 
 def test_every_run_script_parses_as_bash() -> None:
