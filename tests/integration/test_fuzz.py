@@ -135,7 +135,8 @@ def test_killed_campaign_resumes_losing_and_duplicating_nothing(
         (["--budget", "0"], 2, "must be positive"),
         (["--budget", "-5"], 2, "budget '-5'"),
         (["--budget", "soon"], 2, "budget 'soon'"),
-        (["--schedule", "random"], 2, "unknown schedule"),
+        (["--budget", "0.5"], 2, "a number of cases is a whole number"),
+        (["--schedule", "random"], 2, "'random' is not one of"),
         (["--out", "/proc/xamt-cannot-write-here"], 11, "cannot write to the output folder"),
     ],
 )
