@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from xamt import envs
+from xamt.call import run_call
 from xamt.callspec import parse_keywords, parse_value
 from xamt.cli.common import (
     DeadlineOpt,
@@ -22,13 +22,11 @@ from xamt.cli.common import (
     out,
     say,
 )
-from xamt.errors import UnknownApi, UsageError
-from xamt.libraries import library_of_api
-from xamt.oracle.verdict import judge
+from xamt.errors import UnknownApi
 from xamt.outcomes import outcome_text
 from xamt.serialize import to_jsonable
-from xamt.types import Call, Outcome
-from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
+from xamt.types import Outcome
+from xamt.workers.pool import DEFAULT_DEADLINE
 
 # `xamt call`: the libraries disagreed (the verdict blames a library or finds a split).
 DISAGREEMENT_EXIT = 18
@@ -76,26 +74,11 @@ def call(
 
     Example: `xamt call numpy.sinc paddle.sinc torch.sinc -a '[nan, -inf, 0.5]:float32'`
     """
-    if deadline <= 0:
-        raise UsageError("--deadline must be positive")
     rng = np.random.default_rng(seed)
     args = tuple(parse_value(a, rng) for a in arg or [])
     kwargs = parse_keywords(kwarg or [], rng)
-    by_lib: dict[str, str] = {}
-    for api in apis:
-        lib = library_of_api(api)
-        if lib in by_lib:
-            raise UsageError(f"two APIs of {lib} ({by_lib[lib]}, {api}); give one per library")
-        by_lib[lib] = api
-    pythons = {lib: envs.interpreter(lib, variant.value) for lib in by_lib}
-    with WorkerPool(pythons, deadline=deadline, memory_cap=DEFAULT_MEMORY_CAP) as pool:
-        pool.start()
-        outcomes = pool.fanout(
-            {lib: Call(api=api, args=args, kwargs=kwargs, seed=seed) for lib, api in by_lib.items()}
-        )
-        versions = {lib: h.version for lib, h in pool.hellos().items()}
-    op = next(iter(by_lib.values())).rsplit(".", 1)[-1].lower()
-    verdict = judge(outcomes, op=op, inputs=[a for a in args if isinstance(a, np.ndarray)])
+    result = run_call(apis, args, kwargs, seed=seed, variant=variant.value, deadline=deadline)
+    outcomes, versions, verdict = result.outcomes, result.versions, result.verdict
     if as_json:
         document = {
             "outcomes": [outcome_json(o, versions.get(o.library)) for o in outcomes.values()],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -12,12 +11,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from xamt import envs
 from xamt.catalog import model as catalog_model
-from xamt.catalog.build import build as build_catalog
-from xamt.catalog.check import check as check_groups
-from xamt.catalog.check import sample_groups
 from xamt.catalog.model import Catalog, Family
+from xamt.catalog.run import build_from_envs, check_installed
 from xamt.cli.common import (
     CatalogOpt,
     JsonOpt,
@@ -32,8 +28,7 @@ from xamt.cli.common import (
 )
 from xamt.cli.env import chosen_libraries
 from xamt.errors import UsageError
-from xamt.libraries import check_library, library_names
-from xamt.workers.pool import WorkerPool
+from xamt.libraries import check_library
 
 app = sub_app("Groups of equivalent APIs: build, inspect, check.")
 
@@ -44,13 +39,6 @@ DRIFT_EXIT = 9
 def load_catalog(path: Path | None) -> Catalog:
     """The catalog at ``path``, or the one shipped with xamt."""
     return catalog_model.load(path or catalog_model.CATALOG_PATH)
-
-
-def _regex(text: str) -> re.Pattern[str]:
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise UsageError(f"--only {text!r} is not a regular expression: {exc}") from None
 
 
 @app.command("build")
@@ -83,25 +71,9 @@ def catalog_build(
         warn("--output is deprecated; use --out")
         out_path = output
     libs = chosen_libraries(libraries, all_=not libraries)
-    if len(libs) < 2:
-        raise UsageError("a catalog needs at least two libraries")
-    pattern = _regex(only) if only else None
-    cache = envs.xamt_home() / "catalog"
-    if fresh and cache.exists():
-        for stale in cache.glob("probes-*.jsonl"):
-            stale.unlink()
     target = out_path or catalog_model.CATALOG_PATH
-    pythons = {lib: envs.interpreter(lib, variant.value) for lib in libs}
     started = time.monotonic()
-    with WorkerPool(pythons, deadline=20) as pool:
-        say(f"starting {len(libs)} workers")
-        pool.start()
-        catalog = build_catalog(
-            pool,
-            cache_dir=cache,
-            ops=(lambda op: bool(pattern.search(op))) if pattern else None,
-            progress=lambda line: say(f"  {line}"),
-        )
+    catalog = build_from_envs(libs, variant=variant.value, only=only, fresh=fresh, progress=say)
     catalog_model.save(catalog, target)
     stats = catalog.stats()
     say(
@@ -222,22 +194,10 @@ def catalog_check(
 
     Example: `xamt catalog check --sample 50 --seed 3`
     """
-    if sample is not None and sample <= 0:
-        raise UsageError("--sample must be positive")
-    cat = load_catalog(catalog)
-    groups = sample_groups(cat, sample, seed)
-    libs = sorted({lib for g in groups for lib in g.libraries}, key=library_names().index)
-    pythons = {lib: envs.interpreter(lib, variant.value) for lib in libs}
-    with WorkerPool(pythons, deadline=20) as pool:
-        versions = {lib: h.version for lib, h in pool.start().items()}
-        drifts = check_groups(pool, groups)
-    changed = {
-        lib: (cat.libraries.get(lib), v)
-        for lib, v in versions.items()
-        if cat.libraries.get(lib) != v
-    }
+    result = check_installed(load_catalog(catalog), sample=sample, seed=seed, variant=variant.value)
+    drifts, changed = result.drifts, result.version_changes
     report = {
-        "checked": len(groups),
+        "checked": result.checked,
         "drifted": len(drifts),
         "version_changes": {k: {"catalog": a, "installed": b} for k, (a, b) in changed.items()},
         "drift": [
@@ -254,6 +214,6 @@ def catalog_check(
             parts = [f"{api} {status}" for api, status in d.failing.items()]
             parts += [f"{api} disagrees" for api in d.disagreeing]
             say(f"drift {d.group}: {'; '.join(parts)}")
-        say(f"checked {len(groups)} groups: {len(drifts)} drifted")
+        say(f"checked {result.checked} groups: {len(drifts)} drifted")
     if drifts:
         raise typer.Exit(DRIFT_EXIT)
