@@ -237,7 +237,15 @@ def test_unknown_api_is_its_own_status(pool: WorkerPool, lib: str) -> None:
 
 def test_seeded_random_calls_are_deterministic(pool: WorkerPool) -> None:
     outs = [pool.call("torch", Call(api="torch.rand", args=(3,), seed=7)) for _ in range(2)]
-    np.testing.assert_array_equal(outs[0].value, outs[1].value)
+    # Both calls returned (two failures would have equal, empty values), three numbers drawn
+    # from [0, 1), the same both times; another seed draws others.
+    assert [o.status for o in outs] == ["ok", "ok"], outs
+    first = outs[0].value
+    assert isinstance(first, np.ndarray) and first.shape == (3,) and first.dtype == np.float32
+    assert ((first >= 0) & (first < 1)).all() and len(set(first.tolist())) == 3
+    np.testing.assert_array_equal(first, outs[1].value)
+    other = pool.call("torch", Call(api="torch.rand", args=(3,), seed=8))
+    assert other.status == "ok" and not np.array_equal(other.value, first)
 
 
 def test_multiple_outputs_come_back_as_tuples(pool: WorkerPool) -> None:

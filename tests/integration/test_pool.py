@@ -174,16 +174,26 @@ def test_orchestrator_death_takes_its_workers_along(
     pythons: dict[str, str], how: signal.Signals
 ) -> None:
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal, sys, time
         from xamt.workers.pool import WorkerPool
         pool = WorkerPool({ {k: pythons[k] for k in ("numpy", "torch", "jax")}!r})
         pool.start()
+        print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
         print(" ".join(str(w.proc.pid) for w in pool.workers.values()), flush=True)
         with pool:
             time.sleep(120)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    # The orchestrator gets the default dispositions whatever this process inherited: started
+    # in the background or under nohup, SIGINT is ignored here, a child would inherit that, and
+    # its Python would install no KeyboardInterrupt handler.
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_signals,
+    )
     assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "True", "the orchestrator has no SIGINT handler"
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 3 and all(psutil.pid_exists(p) for p in pids)
     os.kill(proc.pid, how)
@@ -192,6 +202,12 @@ def test_orchestrator_death_takes_its_workers_along(
     while time.monotonic() < deadline and any(_alive(p) for p in pids):
         time.sleep(0.1)
     assert not [p for p in pids if _alive(p)]
+
+
+def _default_signals() -> None:
+    """In the child, before exec: SIGINT and SIGTERM back to their default dispositions."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def _alive(pid: int) -> bool:
