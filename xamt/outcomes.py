@@ -8,7 +8,7 @@ import numpy as np
 
 from xamt.oracle.signature import headline
 from xamt.types import Outcome
-from xamt.workers.protocol import BFloat16, DType, Opaque
+from xamt.workers.protocol import BFloat16, DType, Opaque, Summary
 
 
 def summarize(value: Any, limit: int = 160) -> str:
@@ -20,6 +20,8 @@ def summarize(value: Any, limit: int = 160) -> str:
             value, threshold=12, edgeitems=2, precision=6, separator=", ", max_line_width=10_000
         ).replace("\n", "")
         text = f"{value.dtype}{list(value.shape)} {body}"
+    elif isinstance(value, Summary):
+        text = f"{value.dtype}{list(value.shape)} {summary_text(value)}"
     elif isinstance(value, tuple):
         text = "(" + ", ".join(summarize(v, limit) for v in value) + ")"
     elif isinstance(value, list):
@@ -31,6 +33,22 @@ def summarize(value: Any, limit: int = 160) -> str:
     else:
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def summary_text(s: Summary) -> str:
+    """What a summarized result says about itself: counts, finite range, digest, sample."""
+    facts = [
+        f"{getattr(s, name)} {label}"
+        for name, label in (("nan", "NaN"), ("posinf", "+inf"), ("neginf", "-inf"))
+        if getattr(s, name)
+    ]
+    facts.append(f"range [{s.low}, {s.high}]")
+    if s.digest:
+        facts.append(f"digest {s.digest[:12]}")
+    sample = np.array2string(
+        s.sample, threshold=6, edgeitems=2, precision=6, separator=", ", max_line_width=10_000
+    ).replace("\n", "")
+    return f"(summarized: {', '.join(facts)}; sample {sample})"
 
 
 def outcome_text(o: Outcome) -> str:
@@ -49,7 +67,10 @@ def outcome_summary(o: Outcome) -> dict[str, Any]:
     summary: dict[str, Any] = {"api": o.api, "status": o.status, "result": outcome_text(o)}
     if o.status == "ok":
         leaf = o.value.values if isinstance(o.value, BFloat16) else o.value
-        if isinstance(leaf, np.ndarray):
+        if isinstance(leaf, Summary):
+            summary["dtype"] = leaf.dtype
+            summary["shape"] = list(leaf.shape)
+        elif isinstance(leaf, np.ndarray):
             summary["dtype"] = "bfloat16" if isinstance(o.value, BFloat16) else leaf.dtype.name
             summary["shape"] = list(leaf.shape)
     if o.error is not None:

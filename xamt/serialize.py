@@ -14,7 +14,17 @@ from typing import Any
 import numpy as np
 
 from xamt.types import Case
-from xamt.workers.protocol import DTYPE_NAMES, BFloat16, DType, bf16_bits_to_f32, f32_to_bf16_bits
+from xamt.workers.protocol import (
+    DTYPE_NAMES,
+    SUMMARY_COUNTS,
+    BFloat16,
+    DType,
+    Summary,
+    bf16_bits_to_f32,
+    f32_to_bf16_bits,
+)
+
+_SUMMARY_FACTS = ("digest", *SUMMARY_COUNTS)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -28,6 +38,16 @@ def to_jsonable(value: Any) -> Any:
         return {"$array": arr.dtype.name, "shape": list(arr.shape), "b64": _b64(arr)}
     if isinstance(value, DType):
         return {"$dtype": value.name}
+    if isinstance(value, Summary):
+        sample = BFloat16(value.sample) if value.dtype == "bfloat16" else value.sample
+        return {
+            "$summary": value.dtype,
+            "shape": list(value.shape),
+            **{name: getattr(value, name) for name in _SUMMARY_FACTS},
+            "low": to_jsonable(value.low),
+            "high": to_jsonable(value.high),
+            "sample": to_jsonable(sample),
+        }
     if isinstance(value, float) and not math.isfinite(value):
         return {"$float": repr(value)}
     if isinstance(value, complex):
@@ -61,6 +81,19 @@ def from_jsonable(data: Any) -> Any:
         return arr.astype(arr.dtype.newbyteorder("="))
     if "$dtype" in data:
         return DType(data["$dtype"])
+    if "$summary" in data:
+        name = data["$summary"]
+        if name not in DTYPE_NAMES:
+            raise ValueError(f"unknown dtype {name!r}")
+        sample = from_jsonable(data["sample"])
+        return Summary(
+            dtype=name,
+            shape=tuple(int(n) for n in data["shape"]),
+            low=from_jsonable(data["low"]),
+            high=from_jsonable(data["high"]),
+            sample=sample.values if isinstance(sample, BFloat16) else sample,
+            **{key: data[key] for key in _SUMMARY_FACTS},
+        )
     if "$float" in data:
         return float(data["$float"])
     if "$complex" in data:

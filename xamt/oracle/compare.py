@@ -36,10 +36,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from xamt.oracle import summary as summaries
 from xamt.oracle.signature import headline
 from xamt.oracle.tolerance import TOLERANCE
 from xamt.types import Discrepancy, Outcome
-from xamt.workers.protocol import BFloat16, Opaque
+from xamt.workers.protocol import BFloat16, Opaque, Summary
 
 # Outcomes that say nothing about the operation itself: they are left out of every comparison.
 IGNORED_STATUSES = frozenset({"unsupported", "unknown-api", "bad-request"})
@@ -75,8 +76,15 @@ class _Leaf(NamedTuple):
     """One leaf of an output tree: a numeric array, or a token for anything else."""
 
     dtype: str  # xamt dtype name; "<type>" for a non-numeric leaf
-    array: np.ndarray | None = None  # bfloat16 as its exact float32 values
+    array: np.ndarray | None = None  # bfloat16 as its exact float32 values; a summary's sample
     token: tuple[str, str] | None = None  # (type, repr) of a non-numeric leaf
+    summary: Summary | None = None  # a summarized array (its sample is ``array``)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self.summary is not None:
+            return self.summary.shape
+        return () if self.array is None else self.array.shape
 
 
 class _Flat(NamedTuple):
@@ -107,6 +115,11 @@ def _identical(flats: Sequence[_Flat]) -> bool:
             if a.array is None or b.array is None:
                 if a.token != b.token:
                     return False
+            elif a.summary is not None or b.summary is not None:
+                if a.summary is None or b.summary is None or a.summary.digest is None:
+                    return False
+                if a.summary.digest != b.summary.digest:
+                    return False
             elif a.array.tobytes() != b.array.tobytes():
                 return False
     return True
@@ -123,7 +136,7 @@ def _walk(value: Any, leaves: list[_Leaf]) -> str:
     leaves.append(leaf)
     if leaf.array is None:
         return "None" if value is None else "obj"
-    return str(list(leaf.array.shape))
+    return str(list(leaf.array.shape if leaf.summary is None else leaf.summary.shape))
 
 
 def _token(type_name: str, text: str) -> _Leaf:
@@ -145,6 +158,8 @@ def _leaf(value: Any) -> _Leaf:
         return _token(f"ndarray[{arr.dtype.name}]", repr(arr.tolist()))
     if isinstance(value, BFloat16):
         return _Leaf(dtype="bfloat16", array=np.asarray(value.values, dtype=np.float32))
+    if isinstance(value, Summary):
+        return _Leaf(dtype=value.dtype, array=value.sample, summary=value)
     if isinstance(value, bool):
         return _Leaf(dtype="bool", array=np.array(value))
     if isinstance(value, int):
@@ -340,6 +355,43 @@ class _Stack:
             bound = self.atol[: self.libs].min() + self.rtol[: self.libs].min() * small
             return bool(((hi - lo <= bound) | (fin.sum(axis=0) < 2)).all())
 
+    note = ""  # said once after an explanation that used this leaf
+
+    def tally(self, check: str, odd: int, major: int) -> tuple[int, int, str]:
+        """For :meth:`_Rows.explain`: positions where row ``odd`` has what row ``major`` has
+        not, the other way round, and an example (``"x vs y"``), on ``check``."""
+        if check == "value":
+            bad = _Stack.mismatch(self, "value", major)
+            if bad is None or not bad[odd].any():
+                return 0, 0, ""
+            i = int(np.argmax(bad[odd]))
+            vals = self._arrays if self.exact else self.values
+            return int(bad[odd].sum()), 0, f"{_fmt(vals[odd][i])} vs {_fmt(vals[major][i])}"
+        if self.exact:
+            return 0, 0, ""
+        if check == "nan":
+            nan = self.nan
+            return int((nan[odd] & ~nan[major]).sum()), int((nan[major] & ~nan[odd]).sum()), ""
+        if check == "inf":
+            bad = _Stack.mismatch(self, "inf", major)
+            if bad is None or not bad[odd].any():
+                return 0, 0, ""
+            i = int(np.argmax(bad[odd]))
+            return (
+                int(bad[odd].sum()),
+                0,
+                f"{_fmt(self.parts[odd][i])} vs {_fmt(self.parts[major][i])}",
+            )
+        if check == "signed-zero":
+            both = self.zero[odd] & self.zero[major]
+            sign = self.sign
+            return (
+                int((both & sign[odd] & ~sign[major]).sum()),
+                int((both & sign[major] & ~sign[odd]).sum()),
+                "",
+            )
+        return 0, 0, ""
+
     def divergence(self) -> float:
         """This leaf's share of :func:`divergence` (rows are libraries only)."""
         if self.size == 0:
@@ -384,6 +436,181 @@ def _squash(x: float) -> float:
     if math.isinf(x):
         return 1.0
     return x / (1.0 + x)
+
+
+_COUNTS = ("nan", "posinf", "neginf", "zero", "negzero")
+
+
+class _SummaryStack(_Stack):
+    """A leaf position where some library's output came summarized (see
+    :mod:`xamt.oracle.summary`): every row is summarized, compared on its sample (rows of
+    ``SAMPLE_SIZE`` values, as a whole array's) and on its whole-array facts. A fact that
+    differs adds one column to :meth:`mismatch`: NaN or inf counts (masks), the count of
+    negative zeros among equally many zeros (signed zero), the finite range beyond tolerance
+    where the masks agree, and the digest of integer outputs of one dtype (values)."""
+
+    def __init__(
+        self, leaves: Sequence[_Leaf], libs: int, floor: tuple[float, float] = (0.0, 0.0)
+    ) -> None:
+        self.sums = [_summary_of(leaf) for leaf in leaves]
+        self.dtypes = [leaf.dtype for leaf in leaves]
+        super().__init__(
+            [_Leaf(leaf.dtype, s.sample) for leaf, s in zip(leaves, self.sums, strict=True)],
+            libs,
+            floor,
+        )
+        self.counts = {
+            name: np.array(
+                [np.nan if getattr(s, name) is None else float(getattr(s, name)) for s in self.sums]
+            )
+            for name in _COUNTS
+        }
+        total = self.sums[0].size
+        self.note = (
+            f"summarized: values compared at {self.size} of {total} positions, "
+            "NaN/inf/zero counts and finite range over all"
+        )
+
+    def _differs(self, name: str, r: int) -> np.ndarray:
+        a = self.counts[name]
+        return (a != a[r]) & ~np.isnan(a) & ~np.isnan(a[r])
+
+    def _gap(self, i: int, r: int) -> float:
+        """How far row ``i``'s whole-array values are from row ``r``'s: the finite range's
+        distance in tolerances (integers: in units; a digest differing at one dtype: 1).
+        0 where the masks differ: a NaN is never also a value mismatch."""
+        a, b = self.sums[i], self.sums[r]
+        if self.exact:
+            gap = 0.0
+            for x, y in ((a.low, b.low), (a.high, b.high)):
+                if x is not None and y is not None and x != y:
+                    gap = max(gap, float(abs(int(x) - int(y))))
+            same_dtype = self.dtypes[i] == self.dtypes[r]
+            if not gap and same_dtype and a.digest and b.digest and a.digest != b.digest:
+                gap = 1.0
+            return gap
+        for name in ("nan", "posinf", "neginf"):
+            x, y = getattr(a, name), getattr(b, name)
+            if x is None or y is None or x != y:
+                return 0.0
+        if not self.all_finite and any(
+            (mask[i] != mask[r]).any() for mask in (self.nan, self.posinf, self.neginf)
+        ):
+            return 0.0  # as many NaNs, at other positions: the ranges cover other positions
+        if (self._arrays[i].dtype.kind == "c") != (self._arrays[r].dtype.kind == "c"):
+            return 0.0  # a complex range covers imaginary parts too
+        rtol = max(float(self.rtol[i]), float(self.rtol[r]))
+        atol = max(float(self.atol[i]), float(self.atol[r]))
+        gap = 0.0
+        for x, y in ((a.low, b.low), (a.high, b.high)):
+            if x is None or y is None or float(x) == float(y):
+                continue
+            diff = abs(float(x) - float(y))
+            limit = atol + rtol * max(abs(float(x)), abs(float(y)))
+            gap = max(gap, diff / limit if limit > 0 else math.inf)
+        return gap
+
+    def _extra(self, check: str, r: int) -> np.ndarray:
+        """Per row, whether its whole-array facts disagree with row ``r``'s on ``check``."""
+        rows = len(self.sums)
+        if check == "nan":
+            return self._differs("nan", r)
+        if check == "inf":
+            return self._differs("posinf", r) | self._differs("neginf", r)
+        if check == "signed-zero":
+            zeros = self.counts["zero"]
+            same = zeros == zeros[r]  # as many zeros (unknown compares false) ...
+            if self.any_zero:  # ... at the same sampled positions
+                same &= ~(self.zero != self.zero[r]).any(axis=1)
+            return self.is_float & self.is_float[r] & same & self._differs("negzero", r)
+        if check == "value":
+            limit = 0.0 if self.exact else 1.0
+            return np.array([self._gap(i, r) > limit for i in range(rows)])
+        raise ValueError(f"unknown check {check!r}")
+
+    def mismatch(self, check: str, r: int) -> np.ndarray | None:
+        bad = super().mismatch(check, r)
+        extra = self._extra(check, r)
+        if not extra.any():
+            return bad
+        if bad is None:
+            width = self.parts.shape[1] if check in ("nan", "inf", "signed-zero") else self.size
+            bad = np.zeros((len(self.sums), width), dtype=bool)
+        return np.concatenate([bad, extra[:, None]], axis=1)
+
+    def conflicts(self, check: str) -> np.ndarray:
+        rows = len(self.sums)
+        found = [self.mismatch(check, r) for r in range(rows)]
+        return np.stack(
+            [np.zeros(rows, dtype=bool) if bad is None else bad.any(axis=1) for bad in found]
+        )
+
+    def _facts_differ(self, check: str, rows: int) -> bool:
+        return any(self._extra(check, r)[:rows].any() for r in range(rows))
+
+    def quiet(self, check: str) -> bool:
+        return super().quiet(check) and not self._facts_differ(check, len(self.sums))
+
+    def signed_zero_split(self) -> bool:
+        return super().signed_zero_split() or self._facts_differ("signed-zero", self.libs)
+
+    def values_surely_agree(self) -> bool:
+        return super().values_surely_agree() and not self._facts_differ("value", self.libs)
+
+    def divergence(self) -> float:
+        score = super().divergence()
+        rows = len(self.sums)
+        for kind in ("nan", "inf"):
+            if self._facts_differ(kind, rows):
+                score = max(score, DIVERGENCE_WEIGHTS[kind] * 0.75)
+        if self._facts_differ("signed-zero", rows):
+            score = max(score, DIVERGENCE_WEIGHTS["signed-zero"])
+        worst = max(self._gap(i, r) for i in range(rows) for r in range(rows))
+        if self.exact and worst > 0:
+            worst = max(worst, 1.0)
+        return max(score, DIVERGENCE_WEIGHTS["value"] * _squash(worst))
+
+    def tally(self, check: str, odd: int, major: int) -> tuple[int, int, str]:
+        first, second, example = super().tally(check, odd, major)
+        if not self._extra(check, major)[odd]:
+            return first, second, example
+        a, b = self.sums[odd], self.sums[major]
+        if check in ("nan", "signed-zero"):  # whole-array counts: how many at least
+            name = "nan" if check == "nan" else "negzero"
+            x, y = getattr(a, name) or 0, getattr(b, name) or 0
+            return max(0, x - y), max(0, y - x), example
+        if example:
+            return first, second, example
+        if check == "inf":
+            return first, second, f"{_infs(a)} vs {_infs(b)}"
+        if a.low != b.low or a.high != b.high:
+            finite = "" if self.exact else "finite "
+            return first, second, f"{finite}range {_range(a)} vs {_range(b)}"
+        return first, second, f"digest {a.digest} vs {b.digest}"
+
+
+def _summary_of(leaf: _Leaf) -> Summary:
+    if leaf.summary is not None:
+        return leaf.summary
+    assert leaf.array is not None, "a numeric position holds arrays only"
+    value = BFloat16(leaf.array) if leaf.dtype == "bfloat16" else leaf.array
+    return summaries.as_summary(value)
+
+
+def _infs(s: Summary) -> str:
+    return f"{s.posinf} +inf and {s.neginf} -inf"
+
+
+def _range(s: Summary) -> str:
+    return f"[{_fmt(s.low)}, {_fmt(s.high)}]"
+
+
+def _stack(leaves: Sequence[_Leaf], libs: int, floor: tuple[float, float] = (0.0, 0.0)) -> _Stack:
+    """The stack for one leaf position: summarized when any output there is."""
+    for leaf in leaves:
+        if leaf.summary is not None:
+            return _SummaryStack(leaves, libs, floor)
+    return _Stack(leaves, libs, floor)
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,7 +659,7 @@ class _Rows:
         self.tokens: list[list[tuple[str, str]]] = []
         for position in zip(*(f.leaves for f in flats), strict=True):
             if position[0].array is not None:
-                self.stacks.append(_Stack(position, self.libs, floor))
+                self.stacks.append(_stack(position, self.libs, floor))
             else:
                 self.tokens.append([leaf.token or ("", "") for leaf in position])
 
@@ -528,32 +755,12 @@ class _Rows:
         major = next((m for m in major_class.members if not agree[m]), major_class.members[0])
         first = second = 0
         example = ""
+        notes: list[str] = []
         for stack in self.stacks:
-            if check == "value":
-                bad = stack.mismatch("value", major)
-                if bad is None or not bad[odd].any():
-                    continue
-                first += int(bad[odd].sum())
-                if not example:
-                    i = int(np.argmax(bad[odd]))
-                    vals = stack._arrays if stack.exact else stack.values
-                    example = f"{_fmt(vals[odd][i])} vs {_fmt(vals[major][i])}"
-            elif stack.exact:
-                continue
-            elif check == "nan":
-                first += int((stack.nan[odd] & ~stack.nan[major]).sum())
-                second += int((stack.nan[major] & ~stack.nan[odd]).sum())
-            elif check == "inf":
-                bad = stack.mismatch("inf", major)
-                if bad is not None and bad[odd].any():
-                    first += int(bad[odd].sum())
-                    if not example:
-                        i = int(np.argmax(bad[odd]))
-                        example = f"{_fmt(stack.parts[odd][i])} vs {_fmt(stack.parts[major][i])}"
-            elif check == "signed-zero":
-                both = stack.zero[odd] & stack.zero[major]
-                first += int((both & stack.sign[odd] & ~stack.sign[major]).sum())
-                second += int((both & stack.sign[major] & ~stack.sign[odd]).sum())
+            f, g, ex = stack.tally(check, odd, major)
+            first, second, example = first + f, second + g, example or ex
+            if (f or g or ex) and stack.note and stack.note not in notes:
+                notes.append(stack.note)
         if check == "value":
             for tokens in self.tokens:
                 if tokens[odd] != tokens[major]:
@@ -572,8 +779,10 @@ class _Rows:
                 f"{o} {oh} 0.0 where {m} {mh} -0.0 at {_n(second)}" if second else "",
             ]
         else:
-            parts = [f"{o} {who.odd_differs} from {m} at {_n(first)} (e.g. {example})"]
-        return f"{_TITLES[check]}: " + "; ".join(p for p in parts if p)
+            where = f"at {_n(first)}" if first else "outside the sampled positions"
+            parts = [f"{o} {who.odd_differs} from {m} {where} (e.g. {example})"]
+        text = f"{_TITLES[check]}: " + "; ".join(p for p in parts if p)
+        return text + "".join(f" ({note})" for note in notes)
 
 
 _TITLES = {"nan": "nan mask", "inf": "inf mask", "signed-zero": "signed zero", "value": "value"}
@@ -820,6 +1029,11 @@ def _cast_reference(ref: _Flat, flats: Sequence[_Flat]) -> _Flat:
             leaves.append(leaf)
             continue
         np_target = np.float32 if target == "bfloat16" else np.dtype(target)
+        if leaf.summary is not None:
+            name = "float32" if target == "bfloat16" else target
+            cast_summary = summaries.cast(leaf.summary, np.dtype(np_target), name)
+            leaves.append(_Leaf(name, cast_summary.sample, summary=cast_summary))
+            continue
         with np.errstate(all="ignore"):
             cast = leaf.array.astype(np_target)
         leaves.append(_Leaf(dtype="float32" if target == "bfloat16" else target, array=cast))
@@ -869,7 +1083,7 @@ def divergence(outcomes: Mapping[str, Outcome]) -> float:
             if any(leaf.token != position[0].token for leaf in position):
                 score = max(score, DIVERGENCE_WEIGHTS["value"] / 2)
             continue
-        score = max(score, _Stack(position, len(position)).divergence())
+        score = max(score, _stack(position, len(position)).divergence())
     return min(1.0, score)
 
 

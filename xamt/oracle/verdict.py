@@ -48,9 +48,11 @@ import numpy as np
 
 from xamt.findings import FAMILY, Confidence, Family, Kind
 from xamt.oracle import special
+from xamt.oracle import summary as summaries
 from xamt.oracle.compare import IGNORED_STATUSES, Partition, _error_text, partitions
 from xamt.oracle.signature import headline
 from xamt.types import Outcome
+from xamt.workers.protocol import BFloat16, Summary
 
 # Errors that mean "this library has no kernel for this input": a support gap, never a bug.
 # (library or "*", pattern searched in "ExceptionType: message" of the raw error).
@@ -244,13 +246,20 @@ def judge(
         values = [live[lib].value for lib in returned]
         has_ref = reference is not None and reference.status == "ok"
         ref_value = reference.value if reference is not None and has_ref else None
+        shape: tuple[int, ...] | None = None  # the whole shape when judged on samples
+        if any(isinstance(v, Summary) for v in [*values, ref_value]):
+            # some result came summarized: judge every array on the same sampled positions
+            values = [_summarized(v) for v in values]
+            ref_value = _summarized(ref_value)
+            shape, inputs = _sampled_inputs(inputs)
+        judged = dict(zip(returned, values, strict=True))
         if has_ref:
             values, ref_value = _without_artefacts(values, ref_value)
         fixed = _fixed_by_standard(op, inputs)
         open_ = special.open_positions(fixed) if fixed is not None else None
         if open_ is not None and open_.any():
-            values, ref_value = _zero_at(values, ref_value, open_)
-        standard = _by_standard(live, op, inputs, fixed)
+            values, ref_value = _zero_at(values, ref_value, open_, shape)
+        standard = _by_standard(judged, op, inputs, fixed, shape)
         parts = partitions(returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype)
         # the libraries the standard blamed have no vote on the values
         voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
@@ -286,7 +295,12 @@ def judge(
 def _exact_for(value: Any, int_inputs: Sequence[np.ndarray]) -> bool:
     """Whether a result's floating dtype holds every integer input exactly (non-floating
     results always do)."""
-    dtype = np.asarray(value).dtype if isinstance(value, np.ndarray | np.generic | float) else None
+    if isinstance(value, Summary):
+        dtype = summaries.dtype_of(value)
+    elif isinstance(value, np.ndarray | np.generic | float):
+        dtype = np.asarray(value).dtype
+    else:
+        dtype = None
     if dtype is None or dtype.kind not in "fc" or not int_inputs:
         return True
     real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
@@ -327,17 +341,43 @@ def _fixed_by_standard(op: str, inputs: Sequence[np.ndarray]) -> special.Fixed |
         return None
 
 
-def _zero_at(values: list[Any], ref: Any, where: np.ndarray) -> tuple[list[Any], Any]:
-    out = []
-    for v in values:
-        if isinstance(v, np.ndarray) and v.shape == where.shape:
+def _zero_at(
+    values: list[Any], ref: Any, where: np.ndarray, shape: tuple[int, ...] | None = None
+) -> tuple[list[Any], Any]:
+    """Set ``where`` to zero in every array of its shape; with ``shape`` (judged on samples),
+    ``where`` is a mask over the sample of summaries of that shape."""
+
+    def zero(v: Any) -> Any:
+        if isinstance(v, Summary):  # (bfloat16 ones stay, as BFloat16 values do)
+            return summaries.zeroed(v, where) if v.shape == shape and v.dtype != "bfloat16" else v
+        if isinstance(v, np.ndarray) and v.shape == where.shape and shape is None:
             v = v.copy()
             v[where] = 0
-        out.append(v)
-    if isinstance(ref, np.ndarray) and ref.shape == where.shape:
-        ref = ref.copy()
-        ref[where] = 0
-    return out, ref
+        return v
+
+    return [zero(v) for v in values], zero(ref)
+
+
+def _summarized(value: Any) -> Any:
+    """A whole array as a summary (to be judged alongside summarized ones)."""
+    if isinstance(value, np.ndarray | BFloat16) and not isinstance(value, Summary):
+        return summaries.as_summary(value)
+    return value
+
+
+def _sampled_inputs(
+    inputs: Sequence[np.ndarray],
+) -> tuple[tuple[int, ...] | None, Sequence[np.ndarray]]:
+    """The inputs' broadcast shape and the inputs read at its sampled positions (for the
+    standard's special cases on summarized results), or (None, no inputs)."""
+    if not inputs:
+        return None, ()
+    try:
+        shape = tuple(np.broadcast_shapes(*(np.shape(x) for x in inputs)))
+    except ValueError:
+        return None, ()
+    sampled = summaries.sample_inputs(list(inputs), shape)
+    return (shape, sampled) if sampled is not None else (None, ())
 
 
 # Errors that say a library ran out of memory (it answered, but the input is too large).
@@ -429,7 +469,8 @@ def _outputs(
     for (lib, family), blame in list(blamed.items()):
         value = blamed.get((lib, "value"))
         mine = live[lib].value if lib in live else None
-        keeps_integers = isinstance(mine, np.ndarray) and mine.dtype.kind in "iub"
+        kind = summaries.dtype_of(mine) if isinstance(mine, np.ndarray | Summary) else None
+        keeps_integers = kind is not None and kind.kind in "iub"
         if family == "dtype" and value is not None and not blame.split and keeps_integers:
             del blamed[(lib, family)]
             blamed[(lib, "value")] = dataclasses.replace(
@@ -442,8 +483,8 @@ def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) ->
     """Whether the libraries returned integers of different widths (a dtype difference)."""
     if not any(p.kind == "dtype" for p in parts):
         return False
-    arrays = [v for v in values if isinstance(v, np.ndarray)]
-    return len(arrays) == len(values) and all(a.dtype.kind in "iub" for a in arrays)
+    dtypes = [summaries.dtype_of(v) for v in values if isinstance(v, np.ndarray | Summary)]
+    return len(dtypes) == len(values) and all(d is not None and d.kind in "iub" for d in dtypes)
 
 
 def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
@@ -455,8 +496,11 @@ def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
       library overflows, each its own way: wraps, saturates).
 
     The reference of integer results is rounded to their dtype (numpy's integer functions
-    run on float64 here: the same values, exactly, where they fit).
+    run on float64 here: the same values, exactly, where they fit). Summarized results are
+    judged on their samples (:func:`_sampled_artefacts`).
     """
+    if isinstance(ref, Summary) or any(isinstance(v, Summary) for v in values):
+        return _sampled_artefacts(values, ref)
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if (
         not isinstance(ref, np.ndarray)
@@ -482,6 +526,36 @@ def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
     if not artefact.any():
         return values, ref
     return _zero_at(values, ref, artefact)
+
+
+def _sampled_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
+    """:func:`_without_artefacts` on summaries of one shape: on their samples."""
+    if (
+        not isinstance(ref, Summary)
+        or not all(isinstance(v, Summary) and v.shape == ref.shape for v in values)
+        or any(v.dtype == "bfloat16" for v in [*values, ref])  # as whole: numpy arrays only
+        or ref.sample.dtype.kind not in "fc"
+    ):
+        return values, ref
+    samples = [v.sample for v in values]
+    kinds = {a.dtype.kind for a in samples}
+    names = {v.dtype for v in values}
+    with np.errstate(all="ignore"):
+        if kinds <= {"f", "c"}:
+            artefact = np.isfinite(ref.sample) & np.all([~np.isfinite(a) for a in samples], axis=0)
+        elif kinds <= {"i", "u"} and ref.sample.dtype.kind == "f" and len(names) == 1:
+            dtype = np.dtype(names.pop())
+            info = np.iinfo(dtype)
+            limit = min(float(info.max), 2.0**53 - 1)
+            lower = max(float(info.min), -(2.0**53 - 1))
+            r = ref.sample
+            artefact = ~np.isfinite(r) | (r > limit) | (r < lower)
+            ref = summaries.rounded(ref, dtype, artefact)
+        else:
+            return values, ref
+    if not artefact.any():
+        return values, ref
+    return [summaries.zeroed(v, artefact) for v in values], summaries.zeroed(ref, artefact)
 
 
 def _by_partition(part: Partition) -> list[Blame]:
@@ -528,20 +602,24 @@ def _by_partition(part: Partition) -> list[Blame]:
 
 
 def _by_standard(
-    live: Mapping[str, Outcome],
+    returned: Mapping[str, Any],
     op: str,
     inputs: Sequence[np.ndarray],
     fixed: special.Fixed | None,
+    shape: tuple[int, ...] | None = None,
 ) -> list[Blame]:
-    """Departures from the array API standard's special cases (elementwise operations)."""
+    """Departures from the array API standard's special cases (elementwise operations), by
+    library from what each returned; with ``shape``, ``inputs`` and ``fixed`` are at the
+    sampled positions of summaries of that shape."""
     if fixed is None or not fixed.mask.any():
         return []
     mask, expected = fixed.mask, special.expected_of(fixed)
     out = []
-    for lib, o in live.items():
-        if o.status != "ok" or not isinstance(o.value, np.ndarray):
+    for lib, value in returned.items():
+        if isinstance(value, Summary) and value.shape == shape and value.dtype != "bfloat16":
+            value = value.sample
+        elif not isinstance(value, np.ndarray) or shape is not None:
             continue
-        value: Any = o.value
         if value.shape != mask.shape or value.dtype.kind not in "fc":
             continue
         bad = special.departs(op, list(inputs), value, fixed=fixed)
@@ -558,7 +636,8 @@ def _by_standard(
                 library=lib,
                 confidence="reference",
                 detail=f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where the array "
-                f"API standard requires {_fmt(want)} ({int(bad.sum())} position"
+                f"API standard requires {_fmt(want)} ({int(bad.sum())} "
+                f"{'sampled ' if shape is not None else ''}position"
                 f"{'s' if bad.sum() != 1 else ''})",
             )
         )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xamt import memory
 from xamt.errors import WorkerError
 from xamt.types import Call, ErrorInfo, Outcome
 from xamt.workers import protocol
@@ -85,6 +86,7 @@ class Worker:
     memory_cap: int
     log_dir: Path
     testing: bool = False
+    result_budget: int = 0  # array bytes per reply; larger results come summarized (0: none)
     proc: subprocess.Popen[bytes] | None = None
     hello: Hello | None = None
     buffer: bytearray = field(default_factory=bytearray)
@@ -112,6 +114,8 @@ class Worker:
             str(os.getpid()),
             "--memory-cap",
             str(self.memory_cap),
+            "--result-budget",
+            str(self.result_budget),
         ]
         with open(self.log_path, "ab") as log:
             try:
@@ -219,6 +223,9 @@ class WorkerPool:
         pythons: library name -> interpreter of that library's environment.
         deadline: seconds one call may take before it is a hang.
         memory_cap: extra address space a worker may allocate after loading its library.
+        result_budget: array bytes one call's result may carry; a larger one comes back as a
+            :class:`~xamt.workers.protocol.Summary`. Default: derived from the orchestrator's
+            memory budget (:func:`xamt.memory.result_budget`); 0: never summarize.
     """
 
     def __init__(
@@ -230,14 +237,18 @@ class WorkerPool:
         memory_cap: int = DEFAULT_MEMORY_CAP,
         log_dir: Path | None = None,
         testing: bool = False,
+        result_budget: int | None = None,
     ) -> None:
         self.deadline = deadline
+        if result_budget is None:
+            result_budget = memory.result_budget(len(pythons))
         self.startup_timeout = startup_timeout
         self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="xamt-workers-")
         self.log_dir = Path(log_dir or self._tmp.name)  # type: ignore[union-attr]
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.workers = {
-            lib: Worker(lib, py, memory_cap, self.log_dir, testing) for lib, py in pythons.items()
+            lib: Worker(lib, py, memory_cap, self.log_dir, testing, result_budget)
+            for lib, py in pythons.items()
         }
         self._next_id = 0
         # Submitted runs (see submit/collect): each library works through its queue one batch

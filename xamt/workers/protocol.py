@@ -21,10 +21,19 @@ Values are JSON trees in which non-JSON values are tagged objects:
     {"$c": [re, im]}                                  a Python complex
     {"$map": [[key, value], ...]}                     a dict (keys are values too)
     {"$obj": "<type>", "repr": "..."}                 an output that is not data (reply only)
+    {"$s": {"dtype": ..., "shape": [...], "digest": ..., "nan": n, "posinf": n, "neginf": n,
+            "zero": n, "negzero": n, "low": x, "high": x, "sample": <array>}}
+                                                      an array summarized (reply only)
 
 Lists are JSON lists; None, bool, int, float and str are themselves. Arrays travel in native
 byte order, C-contiguous. ``bfloat16`` has no numpy dtype without ml_dtypes: it travels as its
 2-byte bit patterns and decodes to an exact float32 array tagged as ``bfloat16``.
+
+A reply carries at most its *result budget* of array bytes (``frame(..., budget=)``): an array
+that would take it past the budget travels as a :class:`Summary` instead (its shape, dtype, a
+digest of its bytes, NaN/inf/zero counts, its finite range and its values at
+:func:`sample_positions`, the same positions for every array of that size), so the
+orchestrator never holds more than that per call, whatever a library returns.
 
 Note:
     Never pickle: a frame from a worker is data only, so a misbehaving library cannot make the
@@ -33,6 +42,7 @@ Note:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -46,6 +56,12 @@ PROTOCOL_VERSION = 1
 MAGIC = b"XAMT"
 PREFIX = struct.Struct(">4sIQ")
 MAX_HEADER = 64 * 1024 * 1024
+# Array bytes one reply may carry when no budget is given (the worker's ``--result-budget``).
+DEFAULT_RESULT_BUDGET = 4 << 20
+# Positions a summary samples (at most): half evenly spaced, half pseudo-random.
+SAMPLE_SIZE = 4096
+SUMMARY_CHUNK = 1 << 20  # elements per pass when summarizing (bounds the worker's temporaries)
+SUMMARY_COUNTS = ("nan", "posinf", "neginf", "zero", "negzero")
 # Messages by which libraries report a failed allocation instead of raising MemoryError.
 RESOURCE_PATTERNS = re.compile(
     r"can't allocate memory|cannot allocate memory|out of memory|bad_alloc|"
@@ -108,10 +124,135 @@ def f32_to_bf16_bits(values: np.ndarray) -> np.ndarray:
     return bits.astype(np.uint16)
 
 
+@dataclass(frozen=True, eq=False)
+class Summary:
+    """An array too large to travel whole: enough of it for every oracle to judge it.
+
+    ``sample`` holds the values at :func:`sample_positions` of the array's size (flat, C
+    order), bfloat16 as exact float32 values. Counts are over components (a complex number
+    is two floats): ``nan``, ``posinf``, ``neginf``, ``zero`` and ``negzero`` (zeros with the
+    sign bit set); ``low``/``high`` are the least and greatest finite component (Python ints
+    for bool and integer arrays; None when no component is finite). ``digest`` is a hash of
+    the array's bytes as they would have travelled. A summary made from another one (a
+    reference cast to a narrower dtype, positions set to zero) leaves what it no longer knows
+    as None.
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    digest: str | None
+    nan: int | None
+    posinf: int | None
+    neginf: int | None
+    zero: int | None
+    negzero: int | None
+    low: float | int | None
+    high: float | int | None
+    sample: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+def sample_positions(size: int, count: int = SAMPLE_SIZE) -> np.ndarray:
+    """The flat positions a summary of an array of ``size`` elements samples, ascending.
+
+    Every position when ``size <= count``; else the first and last, evenly spaced ones and
+    pseudo-random ones (splitmix64 of the position's rank, seeded with the size: the same in
+    every process and numpy version).
+    """
+    if size <= count:
+        return np.arange(size, dtype=np.int64)
+    half = count // 2
+    spaced = np.arange(half, dtype=np.int64) * np.int64(size - 1) // np.int64(half - 1)
+    z = np.arange(half, dtype=np.uint64) + np.uint64(size)
+    z = z * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    scattered = (z % np.uint64(size)).astype(np.int64)
+    return np.unique(np.concatenate([spaced, scattered]))
+
+
+def summarize_array(arr: np.ndarray, name: str) -> Summary:
+    """Summarize a C-contiguous, native-order array of xamt dtype ``name`` (bfloat16 as its
+    uint16 bit patterns, as it travels). Works in chunks: a few MiB of temporaries at most."""
+    flat = arr.reshape(-1)
+    digest = hashlib.blake2b(digest_size=16)
+    counts = dict.fromkeys(SUMMARY_COUNTS, 0)
+    low: Any = None
+    high: Any = None
+    floating = name == "bfloat16" or arr.dtype.kind in "fc"
+    for start in range(0, flat.size, SUMMARY_CHUNK):
+        part = flat[start : start + SUMMARY_CHUNK]
+        digest.update(memoryview(part).cast("B"))  # type: ignore[arg-type]
+        values = _components(part, name)
+        if not floating:
+            counts["zero"] += int(np.count_nonzero(values == 0))
+            lo, hi = values.min(), values.max()
+            low = int(lo) if low is None else min(low, int(lo))
+            high = int(hi) if high is None else max(high, int(hi))
+            continue
+        with np.errstate(all="ignore"):
+            counts["nan"] += int(np.count_nonzero(np.isnan(values)))
+            counts["posinf"] += int(np.count_nonzero(values == np.inf))
+            counts["neginf"] += int(np.count_nonzero(values == -np.inf))
+            zero = values == 0
+            counts["zero"] += int(np.count_nonzero(zero))
+            counts["negzero"] += int(np.count_nonzero(zero & np.signbit(values)))
+            finite = np.isfinite(values)
+            if finite.any():
+                lo = float(np.min(values, where=finite, initial=np.inf))
+                hi = float(np.max(values, where=finite, initial=-np.inf))
+                low = lo if low is None else min(low, lo)
+                high = hi if high is None else max(high, hi)
+    sample = flat[sample_positions(flat.size)]
+    if name == "bfloat16":
+        sample = bf16_bits_to_f32(sample)
+    return Summary(
+        dtype=name,
+        shape=tuple(int(n) for n in arr.shape),
+        digest=digest.hexdigest(),
+        low=low,
+        high=high,
+        sample=sample,
+        **counts,
+    )
+
+
+def summary_of(value: np.ndarray | BFloat16) -> Summary:
+    """The summary a worker would have sent for ``value`` (the orchestrator's side, to
+    compare a whole array with summarized ones)."""
+    if isinstance(value, BFloat16):
+        return summarize_array(f32_to_bf16_bits(value.values), "bfloat16")
+    arr = np.asarray(value)
+    name = DTYPE_NAME_OF.get(arr.dtype) or arr.dtype.name
+    if name not in DTYPE_NAMES:
+        raise ProtocolError(f"unsupported dtype {arr.dtype!s} in an array")
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return summarize_array(arr, name)
+
+
+def _components(part: np.ndarray, name: str) -> np.ndarray:
+    """A chunk's values as numpy can count them: bfloat16 widened, complex as (re, im)."""
+    if name == "bfloat16":
+        return bf16_bits_to_f32(part)
+    if part.dtype.kind == "c":
+        return part.view(np.float32 if part.dtype.itemsize == 8 else np.float64)
+    if part.dtype.kind == "b":
+        return part.view(np.uint8)
+    return part
+
+
 class _Encoder:
-    def __init__(self) -> None:
+    def __init__(self, budget: int | None = None) -> None:
         self.buffers: list[bytes | memoryview] = []
         self.size = 0
+        self.budget = budget
 
     def add_buffer(self, data: bytes | memoryview, nbytes: int) -> int:
         self.buffers.append(data)
@@ -131,9 +272,30 @@ class _Encoder:
             arr = arr.astype(arr.dtype.newbyteorder("="))
         if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make 0-d arrays 1-d)
             arr = arr.copy(order="C")
+        if self.budget is not None and self.size + arr.nbytes > self.budget:
+            return self.summary(summarize_array(arr, name))
         data = memoryview(arr).cast("B") if arr.size else b""  # type: ignore[arg-type]
         index = self.add_buffer(data, arr.nbytes)
         return {"$a": index, "dtype": name, "shape": list(arr.shape)}
+
+    def summary(self, s: Summary) -> dict[str, Any]:
+        budget, self.budget = self.budget, None  # the sample itself always travels whole
+        try:
+            sample = self.array(s.sample, s.dtype)
+        finally:
+            self.budget = budget
+        fields = {name: getattr(s, name) for name in SUMMARY_COUNTS}
+        return {
+            "$s": {
+                "dtype": s.dtype,
+                "shape": list(s.shape),
+                "digest": s.digest,
+                **fields,
+                "low": self.value(s.low),
+                "high": self.value(s.high),
+                "sample": sample,
+            }
+        }
 
     def value(self, obj: Any) -> Any:
         if obj is None or isinstance(obj, (bool, str)):
@@ -162,6 +324,8 @@ class _Encoder:
             return {"$map": [[self.value(k), self.value(v)] for k, v in obj.items()]}
         if isinstance(obj, Opaque):
             return {"$obj": obj.type, "repr": obj.repr}
+        if isinstance(obj, Summary):
+            return self.summary(obj)
         raise ProtocolError(f"cannot encode a value of type {type(obj).__name__}")
 
 
@@ -226,6 +390,46 @@ class _Decoder:
             return BFloat16(bf16_bits_to_f32(arr))
         return arr
 
+    def summary(self, node: dict[str, Any]) -> Summary:
+        name = node.get("dtype")
+        if name not in DTYPE_NAMES:
+            raise ProtocolError(f"unknown dtype name {name!r}")
+        shape = tuple(int(n) for n in node["shape"])
+        if any(n < 0 for n in shape):
+            raise ProtocolError(f"negative dimension in shape {shape}")
+        sample = self.value(node["sample"])
+        if isinstance(sample, BFloat16):
+            sample = sample.values
+        count = len(sample_positions(math.prod(shape)))
+        if not isinstance(sample, np.ndarray) or sample.shape != (count,):
+            raise ProtocolError(f"a summary of {shape} needs a sample of {count} values")
+        if name != "bfloat16" and DTYPE_NAME_OF.get(sample.dtype) != name:
+            raise ProtocolError(f"a summary of {name} with a {sample.dtype} sample")
+        counts = {}
+        for key in SUMMARY_COUNTS:
+            n = node[key]
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise ProtocolError(f"bad summary count {key}={n!r}")
+            counts[key] = n
+        low, high = self.value(node["low"]), self.value(node["high"])
+        for bound in (low, high):
+            if bound is not None and (
+                isinstance(bound, bool) or not isinstance(bound, (int, float))
+            ):
+                raise ProtocolError(f"bad summary bound {bound!r}")
+        digest = node["digest"]
+        if not isinstance(digest, str):
+            raise ProtocolError("a summary's digest must be a string")
+        return Summary(
+            dtype=name,
+            shape=shape,
+            digest=digest,
+            low=low,
+            high=high,
+            sample=sample,
+            **counts,
+        )
+
     def value(self, node: Any) -> Any:
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
@@ -251,6 +455,8 @@ class _Decoder:
             return {self.value(k): self.value(v) for k, v in node["$map"]}
         if "$obj" in node:
             return Opaque(str(node["$obj"]), str(node.get("repr", "")))
+        if "$s" in node:
+            return self.summary(node["$s"])
         raise ProtocolError(f"unknown value tag in {node!r:.80}")
 
 
@@ -287,9 +493,15 @@ def decode(
     return header
 
 
-def frame(header: dict[str, Any], values: dict[str, Any] | None = None) -> list[bytes | memoryview]:
-    """Build one frame's parts: the header gets a ``$buf`` table of buffer sizes."""
-    enc = _Encoder()
+def frame(
+    header: dict[str, Any], values: dict[str, Any] | None = None, budget: int | None = None
+) -> list[bytes | memoryview]:
+    """Build one frame's parts: the header gets a ``$buf`` table of buffer sizes.
+
+    ``budget``: the array bytes the frame may carry; an array that would take it past the
+    budget is sent as a :class:`Summary` (None: every array whole).
+    """
+    enc = _Encoder(budget)
     body = dict(header)
     for key, val in (values or {}).items():
         body[key] = enc.value(val)

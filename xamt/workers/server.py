@@ -281,9 +281,10 @@ def _error_info(exc: BaseException) -> dict[str, Any]:
 class Channel:
     """Frames over two file descriptors."""
 
-    def __init__(self, rfd: int, wfd: int) -> None:
+    def __init__(self, rfd: int, wfd: int, budget: int | None = None) -> None:
         self.rfd = rfd
         self.wfd = wfd
+        self.budget = budget  # array bytes per reply; larger results travel summarized
 
     def _read_exact(self, n: int) -> bytes:
         chunks = []
@@ -301,7 +302,7 @@ class Channel:
 
     def write(self, header: dict[str, Any], values: dict[str, Any] | None = None) -> None:
         try:
-            parts = protocol.frame(header, values)
+            parts = protocol.frame(header, values, self.budget)
         except (ProtocolError, ValueError, TypeError) as exc:  # what cannot travel: an error reply
             parts = protocol.frame(
                 {
@@ -375,6 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lib", required=True)
     parser.add_argument("--parent", type=int, default=0)
     parser.add_argument("--memory-cap", type=int, default=0, help="extra address space, bytes")
+    parser.add_argument(
+        "--result-budget",
+        type=int,
+        default=protocol.DEFAULT_RESULT_BUDGET,
+        help="array bytes one reply may carry; larger results are summarized (0: no limit)",
+    )
     opts = parser.parse_args(argv)
 
     # The protocol owns the real stdout; anything a library prints goes to stderr.
@@ -384,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable(sys.stderr)
     if opts.parent:
         _die_with_parent(opts.parent)
-    channel = Channel(0, wfd)
+    channel = Channel(0, wfd, opts.result_budget if opts.result_budget > 0 else None)
     try:
         module = importlib.import_module(f"xamt.workers.adapters.{opts.lib}")
         adapter: Adapter = module.ADAPTER()
