@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from xamt.catalog.model import Group, Member
 from xamt.inputs.draw import draw_case
 from xamt.inputs.tags import input_classes
+from xamt.inputs.values import BF16_EPS, BF16_MAX, BF16_SUBNORMAL, BF16_TINY
+from xamt.types import Case
+from xamt.workers.protocol import BFloat16
 
 
 def make_group(roles: tuple[str, ...], shapes: str = "any") -> Group:
@@ -58,3 +63,121 @@ def test_keepdims_role_is_a_bool() -> None:
     assert {c.values["keepdims"] for c in cases} == {True, False}
     tagged = [c for c in cases if "keepdims" in input_classes(c, group)]
     assert tagged and all(c.values["keepdims"] is True for c in tagged)
+
+
+# -- value classes: what the arrays of each class actually hold ------------------------------
+
+
+def drawn_values(dtype: str, value_class: str, n: int = 200) -> tuple[np.ndarray, list[Any]]:
+    """Every element drawn in ``n`` cases of a one-array group, and the cases' arrays."""
+    group = make_group(("x",))
+    rng = np.random.default_rng(11)
+    arrays = []
+    for _ in range(n):
+        case = draw_case(group, rng, dtype, value_class, {"numpy": "numpy.op"})
+        assert case.value_class == value_class and case.dtype == dtype
+        arrays.append(case.values["x"])
+    flat = [a.values if isinstance(a, BFloat16) else a for a in arrays]
+    for a, arr in zip(arrays, flat, strict=True):
+        assert arr.dtype == np.dtype("float32" if dtype == "bfloat16" else dtype), (a, dtype)
+        assert isinstance(a, BFloat16) == (dtype == "bfloat16")
+    return np.concatenate([a.reshape(-1) for a in flat]), arrays
+
+
+def limits(dtype: str) -> dict[str, float]:
+    """The largest finite value, eps, smallest normal and smallest subnormal of a float dtype."""
+    if dtype == "bfloat16":
+        return {"max": BF16_MAX, "eps": BF16_EPS, "tiny": BF16_TINY, "sub": BF16_SUBNORMAL}
+    fi = np.finfo(np.dtype(dtype))
+    return {
+        "max": float(fi.max),
+        "eps": float(fi.eps),
+        "tiny": float(fi.tiny),
+        "sub": float(fi.smallest_subnormal),
+    }
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_boundary_floats_hold_zeros_ones_limits_and_subnormals(dtype: str) -> None:
+    values, _ = drawn_values(dtype, "boundary")
+    as64 = values.astype(np.float64)
+    assert np.isfinite(as64).all(), "boundary values are finite (non-finite is its own class)"
+    lim = limits(dtype)
+    present = set(as64.tolist())
+    for name, want in [
+        ("one", 1.0),
+        ("minus one", -1.0),
+        ("max", lim["max"]),
+        ("lowest", -lim["max"]),
+        ("eps", lim["eps"]),
+        ("smallest normal", lim["tiny"]),
+        ("smallest subnormal", lim["sub"]),
+        ("negative subnormal", -lim["sub"]),
+        ("one plus eps", 1.0 + lim["eps"]),
+        ("minus one minus eps", -1.0 - lim["eps"]),
+    ]:
+        assert want in present, f"{dtype} boundary values never hold {name} ({want!r})"
+    zeros = as64[as64 == 0]
+    assert np.signbit(zeros).any() and (~np.signbit(zeros)).any(), "both signed zeros"
+    subnormal = (as64 != 0) & (np.abs(as64) < lim["tiny"])
+    assert subnormal.any()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64", "complex64"])
+def test_non_finite_arrays_each_hold_nan_or_inf_and_all_three_occur(dtype: str) -> None:
+    values, arrays = drawn_values(dtype, "non-finite")
+    for a in arrays:
+        arr = a.values if isinstance(a, BFloat16) else a
+        parts = [arr.real, arr.imag] if arr.dtype.kind == "c" else [arr]
+        if arr.size:  # every non-empty array holds at least one non-finite value
+            assert any((~np.isfinite(p)).any() for p in parts), arr
+    parts = [values.real, values.imag] if values.dtype.kind == "c" else [values]
+    real = values.real if values.dtype.kind == "c" else values
+    assert np.isnan(real).any() and np.isposinf(real).any() and np.isneginf(real).any()
+    assert all(np.isfinite(p).any() for p in parts), "ordinary values are mixed in"
+    group = make_group(("x",))
+    tags = {t for a in arrays for t in input_classes(case_of(a, dtype), group)}
+    assert {"nan", "inf", "neg-inf"} <= tags
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64"])
+@pytest.mark.parametrize("value_class", ["boundary", "non-finite"])
+def test_integer_boundaries_hold_the_dtype_limits(dtype: str, value_class: str) -> None:
+    """Integers have no NaN or inf: both classes draw the dtype's limits and their
+    neighbours, 0 and ±1."""
+    values, arrays = drawn_values(dtype, value_class)
+    info = np.iinfo(np.dtype(dtype))
+    present = set(values.tolist())
+    want = {0, 1, int(info.max), int(info.min), int(info.max) - 1, int(info.min) + 1}
+    if info.min < 0:
+        want |= {-1}
+    assert want <= present, sorted(want - present)
+    group = make_group(("x",))
+    tags = {t for a in arrays for t in input_classes(case_of(a, dtype), group)}
+    # an unsigned dtype's minimum is 0: tagged zero, not dtype-min
+    assert {"dtype-max", "zero", "int-overflow"} <= tags
+    assert ("dtype-min" in tags) == (info.min < 0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16", "int32", "uint8", "bool"])
+def test_ordinary_values_are_small_and_finite(dtype: str) -> None:
+    values, _ = drawn_values(dtype, "ordinary")
+    if dtype == "bool":
+        assert set(values.tolist()) == {True, False}
+        return
+    as64 = values.astype(np.float64)
+    assert np.isfinite(as64).all()
+    bound = 10 if np.dtype("float32" if dtype == "bfloat16" else dtype).kind in "iu" else 100
+    assert np.abs(as64).max() <= bound
+    if dtype in ("float16", "float32", "bfloat16"):
+        assert not ((as64 != 0) & (np.abs(as64) < limits(dtype)["tiny"])).any(), "no subnormals"
+
+
+def test_bool_has_no_boundary_or_non_finite_values() -> None:
+    for value_class in ("boundary", "non-finite"):
+        values, _ = drawn_values("bool", value_class)
+        assert values.dtype == np.bool_ and set(values.tolist()) == {True, False}
+
+
+def case_of(array: Any, dtype: str) -> Case:
+    return Case(group="op", dtype=dtype, value_class="", values={"x": array}, apis={}, seed=0)
