@@ -1,0 +1,287 @@
+"""The campaign loop's bookkeeping, without workers (xamt.fuzz.campaign).
+
+Budgets and shards as parsed, the groups a campaign takes, what one batch books (support,
+signatures, candidates, the schedule, the store), and the saved state that lets a killed
+campaign resume exactly, through a real store in a temporary folder. The outcomes of a batch
+are made here, as a library would return them; nothing runs a library.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from xamt.catalog import model
+from xamt.catalog.model import Group
+from xamt.errors import UsageError
+from xamt.findings import from_json
+from xamt.fuzz.campaign import (
+    CANDIDATES_PER_SIGNATURE,
+    Budget,
+    Campaign,
+    CampaignConfig,
+    _Batch,
+    parse_budget,
+    parse_shard,
+    select_groups,
+    shard_of,
+)
+from xamt.replay import Replayed, judge_case
+from xamt.serialize import case_to_jsonable
+from xamt.store import Store
+from xamt.types import Case, Outcome
+from xamt.workers.pool import WorkerPool
+
+LIBS = ("numpy", "torch", "jax")
+APIS = {"numpy": "numpy.sinc", "torch": "torch.sinc", "jax": "jax.numpy.sinc"}
+
+# -- budgets, shards, groups ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "budget"),
+    [
+        ("90s", Budget(seconds=90.0)),
+        ("10m", Budget(seconds=600.0)),
+        ("1.5m", Budget(seconds=90.0)),
+        ("2h", Budget(seconds=7200.0)),
+        ("500", Budget(cases=500)),
+        ("500c", Budget(cases=500)),
+        (" 60s ", Budget(seconds=60.0)),
+    ],
+)
+def test_budgets_are_times_or_whole_numbers_of_cases(text: str, budget: Budget) -> None:
+    assert parse_budget(text) == budget
+
+
+@pytest.mark.parametrize("text", ["0", "0s", "-5", "0.5", "2.5c", "ten", "10x", "", "1e3"])
+def test_bad_budgets_are_usage_errors(text: str) -> None:
+    with pytest.raises(UsageError, match="budget"):
+        parse_budget(text)
+
+
+def test_budgets_say_what_they_are() -> None:
+    assert str(Budget(cases=500)) == "500 cases"
+    assert str(Budget(seconds=90.0)) == "90 s"
+
+
+def test_shards() -> None:
+    assert parse_shard("0/4") == (0, 4) and parse_shard(" 3/4 ") == (3, 4)
+    for bad in ("4/4", "1/0", "-1/2", "a/b", "1", "1/2/3"):
+        with pytest.raises(UsageError, match="shard"):
+            parse_shard(bad)
+    assert all(0 <= shard_of(f"g{i}", 7) < 7 for i in range(100))
+    assert shard_of("sum[axis]", 4) == shard_of("sum[axis]", 4)
+
+
+def test_shards_split_the_groups_once_each() -> None:
+    catalog = model.load()
+    whole = {g.id for g in select_groups(catalog, LIBS)}
+    parts = [{g.id for g in select_groups(catalog, LIBS, shard=(i, 4))} for i in range(4)]
+    assert set().union(*parts) == whole and sum(map(len, parts)) == len(whole)
+    assert all(parts), "every shard has groups"
+
+
+def test_groups_keep_only_the_chosen_libraries_and_span_two() -> None:
+    catalog = model.load()
+    chosen = select_groups(catalog, ("numpy", "paddle"))
+    assert chosen
+    for g in chosen:
+        libs = {m.library for m in g.members}
+        assert libs == {"numpy", "paddle"}
+    # a group one of the two libraries lacks is left out
+    only_one = [
+        g.id
+        for g in catalog.groups
+        if {m.library for m in g.members} & {"numpy", "paddle"} == {"numpy"}
+    ]
+    assert only_one and not {g.id for g in chosen} & set(only_one)
+    filtered = select_groups(catalog, LIBS, pattern=r"^sinc$")
+    assert [g.id for g in filtered] == ["sinc"]
+    with pytest.raises(UsageError, match="not a regular expression"):
+        select_groups(catalog, LIBS, pattern="(")
+
+
+# -- one batch's books -------------------------------------------------------------------------
+
+
+def sinc_group() -> Group:
+    (group,) = select_groups(model.load(), LIBS, pattern=r"^sinc$")
+    return group
+
+
+def make_campaign(tmp_path: Path, *, name: str = "fuzz-0-1", seed: int = 5) -> Campaign:
+    """A campaign on the sinc group with a pool that is never started and a real store."""
+    config = CampaignConfig(name=name, seed=seed, budget=Budget(cases=100), libraries=LIBS, batch=4)
+    pool = WorkerPool(dict.fromkeys(LIBS, sys.executable))
+    store = Store(tmp_path / "xamt.sqlite")
+    return Campaign(config, [sinc_group()], pool, store, known=[])
+
+
+def sinc_case(x: list[float]) -> Case:
+    return Case(
+        group="sinc",
+        dtype="float32",
+        value_class="non-finite",
+        values={"x": np.array(x, dtype=np.float32)},
+        apis=dict(APIS),
+        seed=3,
+    )
+
+
+def returned(values: dict[str, list[float]]) -> dict[str, Outcome]:
+    """Each library returned these float32 values."""
+    return {
+        lib: Outcome(library=lib, api=APIS[lib], status="ok", value=np.array(v, np.float32))
+        for lib, v in values.items()
+    }
+
+
+class Ran:
+    """What the pool gives back for a submitted batch, made here: the outcomes of each case
+    (as the campaign reads them), or the judged cases."""
+
+    def __init__(self, group: Group, cases: list[Case], outcomes: list[dict[str, Outcome]]):
+        self.group, self.cases, self.ran = group, cases, outcomes
+
+    def outcomes(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+        return self.ran, [None] * len(self.ran)
+
+    def collect(self) -> list[Replayed]:
+        return [
+            judge_case(c, self.group, o, None) for c, o in zip(self.cases, self.ran, strict=True)
+        ]
+
+
+def process(camp: Campaign, cases: list[Case], outcomes: list[dict[str, Outcome]]) -> None:
+    """Book one batch as the loop does after the workers answered; commits to the store."""
+    picks = [camp.schedule.pick(camp.rng) for _ in cases]
+    ran: Any = Ran(sinc_group(), cases, outcomes)
+    camp._process(_Batch(picks=picks, cases=cases, submitted=ran), 0.0, 0.0)
+
+
+JAX_SAYS_ONE = {"numpy": [float("nan")], "torch": [float("nan")], "jax": [1.0]}
+ALL_AGREE = {"numpy": [0.0], "torch": [0.0], "jax": [0.0]}
+
+
+def test_a_batch_books_signatures_candidates_support_and_the_store(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    nan = sinc_case([float("nan")])
+    agree = sinc_case([1.0])
+    run = judge_case(nan, sinc_group(), returned(JAX_SAYS_ONE), None)
+    (signed,) = run.signed  # jax departs from the standard's sinc(nan) = nan
+    assert signed.blame.library == "jax"
+    sig = signed.signature
+    process(
+        camp,
+        [nan, nan, agree, nan],
+        [returned(JAX_SAYS_ONE)] * 2
+        + [
+            returned(ALL_AGREE),
+            returned(JAX_SAYS_ONE),
+        ],
+    )
+    state = camp.state
+    assert state.seq == 4
+    assert state.seen == {sig: 3}  # every occurrence counted
+    assert state.kinds == Counter({signed.blame.kind: 1})  # a root cause counted once
+    assert state.suspected == {sig}  # no known difference given: a suspected bug
+    assert state.support["sinc"] == {lib: {"float32": "ok"} for lib in LIBS}
+    # In the store: the four cases, and at most CANDIDATES_PER_SIGNATURE candidates per root
+    # cause, each carrying its finding.
+    counts = camp.store.counts(camp.campaign_id)
+    assert counts["cases"] == 4 and counts["divergent_cases"] == 3
+    candidates = camp.store.pending_candidates(camp.campaign_id)
+    assert [c.signature for c in candidates] == [sig] * CANDIDATES_PER_SIGNATURE
+    assert [c.seq for c in candidates] == [0, 1]
+    finding = from_json(candidates[0].payload, "candidate")
+    assert (finding.library, finding.callable, finding.classification) == (
+        "jax",
+        signed.callable,
+        "suspected-bug",
+    )
+    assert finding.case["values"] == case_to_jsonable(nan)["values"]
+    # The next batch goes on from there, in the same books.
+    process(camp, [nan], [returned(JAX_SAYS_ONE)])
+    assert camp.state.seq == 5 and camp.state.seen == {sig: 4}
+    assert len(camp.store.pending_candidates(camp.campaign_id)) == CANDIDATES_PER_SIGNATURE
+    stored = camp.store.campaign_state(camp.campaign_id)
+    assert stored["seen"] == {sig: 4} and stored["suspected"] == [sig]
+
+
+def test_a_case_where_all_agree_books_nothing_but_its_count(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    before = camp.schedule.state()
+    process(camp, [sinc_case([0.0])], [returned(ALL_AGREE)])
+    assert camp.state.seq == 1 and not camp.state.seen and not camp.state.suspected
+    assert camp.store.pending_candidates(camp.campaign_id) == []
+    assert camp.schedule.state() != before  # the schedule learnt from the pick all the same
+
+
+# -- the saved state ---------------------------------------------------------------------------
+
+
+def test_a_resumed_campaign_continues_from_its_saved_state(tmp_path: Path) -> None:
+    """Everything the loop keeps (rng, schedule, books, batches drawn but not compared) comes
+    back from the store, so the resumed campaign repeats the uninterrupted one."""
+    first = make_campaign(tmp_path)
+    assert first.open(resume=False) is False
+    process(
+        first,
+        [sinc_case([float("nan")]), sinc_case([1.0])],
+        [
+            returned(JAX_SAYS_ONE),
+            returned(ALL_AGREE),
+        ],
+    )
+    # a batch drawn and submitted, not yet compared, when the campaign was killed
+    pending = [first.schedule.pick(first.rng)]
+    drawn = [sinc_case([2.0, float("inf")])]
+    first._pending.append(_Batch(picks=pending, cases=drawn, submitted=None))  # type: ignore[arg-type]
+    process(first, [sinc_case([float("nan")])], [returned(JAX_SAYS_ONE)])
+    saved = first.store.campaign_state(first.campaign_id)  # as committed with the batch
+    assert len(saved["pending"]) == 1
+    first.store.close()
+
+    second = make_campaign(tmp_path)
+    assert second.open(resume=True) is True
+    assert second.campaign_id == first.campaign_id
+    again = json.loads(json.dumps(second._saved_state()))
+    assert {k: v for k, v in again.items() if k != "pending"} == {
+        k: v for k, v in saved.items() if k != "pending"
+    }
+    ((picks, cases),) = second._resumed
+    assert picks == pending
+    assert [case_to_jsonable(c) for c in cases] == [case_to_jsonable(c) for c in drawn]
+    # the same random stream and schedule from here on
+    assert second.rng.random() == first.rng.random()
+    assert second.schedule.pick(second.rng) == first.schedule.pick(first.rng)
+    second.store.close()
+
+
+def test_resume_takes_the_unfinished_campaign_of_that_name_only(tmp_path: Path) -> None:
+    first = make_campaign(tmp_path)
+    first.open(resume=False)
+    process(first, [sinc_case([float("nan")])], [returned(JAX_SAYS_ONE)])
+    first.store.close()
+    fresh = make_campaign(tmp_path)
+    assert fresh.open(resume=False) is False  # without --resume: a new campaign
+    assert fresh.campaign_id != first.campaign_id and fresh.state.seq == 0
+    fresh.store.close()
+    again = make_campaign(tmp_path)
+    assert again.open(resume=True) is True  # the latest unfinished one of that name
+    assert again.campaign_id == fresh.campaign_id
+    again.store.finish_campaign(again.campaign_id, summary={})
+    again.store.close()
+    last = make_campaign(tmp_path)
+    assert last.open(resume=True) is True and last.campaign_id == first.campaign_id
+    assert last.state.seq == 1 and last.state.seen == first.state.seen
+    last.store.close()
