@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from xamt import envs
 from xamt.catalog.model import Catalog, CatalogError
-from xamt.findings import Verification, to_json
+from xamt.findings import Finding, Verification, to_json
 from xamt.outcomes import outcome_text
 from xamt.replay import Replay, judge_case
 from xamt.serialize import case_from_jsonable
 from xamt.store import FindingRow, Store, utc_now
 from xamt.workers.pool import WorkerPool
+
+# The most verifications a finding keeps (the newest).
+HISTORY = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,26 +80,36 @@ def verify_findings(
             last[i] = [
                 f"{lib}: {o.status}: {outcome_text(o)}" for lib, o in result.outcomes.items()
             ]
-    verdicts = []
-    for row, finding, sigs, lines in zip(rows, findings, seen, last, strict=True):
-        present = row.signature in sigs
-        used = {lib: versions[lib] for lib in finding.case.get("apis", {}) if lib in versions}
-        history = (
-            *finding.verifications,
-            Verification(at=utc_now(), versions=used, present=present),
-        )
-        updated = finding.replace(
-            verifications=history[-20:],
-            consecutive_misses=0 if present else finding.consecutive_misses + 1,
-        )
-        store.update_finding(row.signature, to_json(updated))
-        verdicts.append(
-            Verdict(
-                signature=row.signature,
-                key=finding.key,
-                present=present,
-                versions=used,
-                lines=tuple(lines),
-            )
-        )
-    return verdicts
+    return [
+        record_verdict(store, row, finding, sigs, versions, lines)
+        for row, finding, sigs, lines in zip(rows, findings, seen, last, strict=True)
+    ]
+
+
+def record_verdict(
+    store: Store,
+    row: FindingRow,
+    finding: Finding,
+    signatures: Collection[str],
+    versions: Mapping[str, str],
+    lines: Sequence[str] = (),
+) -> Verdict:
+    """Record one verification of ``finding``: present if its signature is among the
+    ``signatures`` its case showed in the runs. The verdict (time, the versions of the
+    finding's own libraries, present) is appended to its ``verifications`` (the last
+    :data:`HISTORY` kept) and ``consecutive_misses`` counts the misses in a row; the store's
+    finding is updated."""
+    present = row.signature in signatures
+    used = {lib: versions[lib] for lib in finding.case.get("apis", {}) if lib in versions}
+    history = (
+        *finding.verifications,
+        Verification(at=utc_now(), versions=used, present=present),
+    )
+    updated = finding.replace(
+        verifications=history[-HISTORY:],
+        consecutive_misses=0 if present else finding.consecutive_misses + 1,
+    )
+    store.update_finding(row.signature, to_json(updated))
+    return Verdict(
+        signature=row.signature, key=finding.key, present=present, versions=used, lines=tuple(lines)
+    )
