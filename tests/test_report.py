@@ -1126,6 +1126,36 @@ CHROMIUM_FLAGS = [
 ]
 
 
+def chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless chromium on ``page``; the virtual time budget lets the page's script finish
+    (the details are unpacked asynchronously) before a dump or a screenshot."""
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [
+            CHROMIUM,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=5000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def keep_screenshot(shot: Path) -> None:
+    """Check that ``shot`` is a picture of something, and keep a copy in
+    ``$XAMT_SCREENSHOT_DIR`` (when set) for people to look at."""
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    if os.environ.get("XAMT_SCREENSHOT_DIR"):
+        kept = Path(os.environ["XAMT_SCREENSHOT_DIR"])
+        kept.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, kept / shot.name)
+
+
 class _Counter(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -1149,36 +1179,11 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     page.write_text(render.report_html(doc, FAMILIES), encoding="utf-8")
     shot = tmp_path / "report.png"
     profile = tmp_path / "profile"
-    assert CHROMIUM is not None
-    run = subprocess.run(
-        [
-            CHROMIUM,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            f"--screenshot={shot}",
-            "--window-size=1200,900",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = chromium(page, profile, f"--screenshot={shot}", "--window-size=1200,900", page.as_uri())
     assert run.returncode == 0, run.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    if os.environ.get("XAMT_SCREENSHOT_DIR"):  # keep the picture for people to look at
-        kept = Path(os.environ["XAMT_SCREENSHOT_DIR"])
-        kept.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, kept / "report.png")
+    keep_screenshot(shot)
     # The DOM after the browser parsed it: the heatmap's cells are there.
-    dom = subprocess.run(
-        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    dom = chromium(page, profile, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     parsed = _Counter()
     parsed.feed(dom.stdout)
@@ -1227,25 +1232,6 @@ class _Table(HTMLParser):
             self._in["cells"][-1] += data
         if self._shown:
             self.shown += data
-
-
-def chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Headless chromium on ``page``; the virtual time budget lets the page's script finish
-    (the details are unpacked asynchronously) before a dump or a screenshot."""
-    assert CHROMIUM is not None
-    return subprocess.run(
-        [
-            CHROMIUM,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            "--virtual-time-budget=5000",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.mark.skipif(
@@ -1308,13 +1294,9 @@ def test_html_report_sorts_filters_and_opens_in_headless_chromium(tmp_path: Path
     assert table.scripts == 3 and "<img" not in dom.stdout and "<b>Error" not in dom.stdout
     # A picture of the filtered, sorted view.
     shot = tmp_path / "report-filtered.png"
+    filtered = f"{page.as_uri()}#library=jax&sort=-cases"
     run = chromium(
-        page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1200,900", view
+        page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1200,900", filtered
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
-    if os.environ.get("XAMT_SCREENSHOT_DIR"):  # keep the picture for people to look at
-        kept = Path(os.environ["XAMT_SCREENSHOT_DIR"])
-        kept.mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, kept / "report-filtered.png")
+    keep_screenshot(shot)

@@ -1185,10 +1185,10 @@ def report_details(f: Finding, libraries: Mapping[str, str]) -> dict[str, Any]:
     """What the HTML report shows when a finding is opened, as compact JSON-ready data.
 
     Keys: ``line`` (the blamed library's one-line reproduction, or absent), ``got``,
-    ``expected`` and ``by`` (what it gave and what the others gave), ``others`` (the same call
-    in each other library), ``detail``, ``libs`` (rows ``[library, version, API, status,
-    result, blamed]``; the version only where it differs from the campaign's), ``inputs``,
-    ``vc`` (value class), ``seed``, ``tags`` (input classes), ``scripts`` (see
+    ``expected`` and ``by`` (what it gave, what most others gave, and which), ``others``
+    (the same call in each other library), ``detail``, ``libs`` (rows ``[library, version,
+    API, status, result, blamed]``; the version only where it differs from the campaign's),
+    ``inputs``, ``vc`` (value class), ``seed``, ``tags`` (input classes), ``scripts`` (see
     :func:`_script_entries`), ``key``, ``rep`` (reproduced, runs) and ``known`` (``[id,
     reason, link]`` of a documented difference).
     """
@@ -1215,7 +1215,7 @@ def report_details(f: Finding, libraries: Mapping[str, str]) -> dict[str, Any]:
     if line is not None:
         view.update(line=line.code, got=line.got)
         if line.expected:
-            view.update(expected=line.expected, by=_names(line.expected_by))
+            view.update(expected=line.expected, by=list(line.expected_by))
     others = other_lines(f)
     if others:
         view["others"] = others
