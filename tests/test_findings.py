@@ -85,7 +85,9 @@ def test_schema_1_is_refused_with_a_way_out(tmp_path: Path) -> None:
         ("kind", "weird", "expected one of"),
         ("occurrences", "3", "'occurrences' must be an integer"),
         ("library", 7, "'library' must be a string"),
-        ("minimization", {"calls": 1}, "malformed nested record"),
+        ("minimization", {"calls": 1}, "'minimization': 'seconds', .* are required"),
+        ("known_difference", {"id": 1, "policy": "p", "reason": "r", "link": "l"}, "'known_d"),
+        ("verifications", [{"at": "t", "versions": {}, "present": "yes"}], "true or false"),
     ],
 )
 def test_wrong_types_name_the_field(field: str, value: object, message: str) -> None:

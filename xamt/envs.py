@@ -123,9 +123,12 @@ def _configured_interpreters() -> dict[str, str]:
     found: dict[str, str] = {}
     if config.is_file():
         try:
-            data = tomllib.loads(config.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise UsageError(f"{config}: not valid TOML: {exc}") from None
+            data = tomllib.loads(config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise UsageError(f"{config}: not a readable TOML file: {exc}") from None
+        from xamt import schemas
+
+        schemas.validate("config", data, str(config), UsageError)
         table = data.get("interpreters", {})
         if not isinstance(table, dict):
             raise UsageError(f"{config}: [interpreters] must be a table of library = path")

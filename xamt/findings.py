@@ -22,9 +22,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
+from xamt import schemas
 from xamt.errors import XamtError
+
+if TYPE_CHECKING:
+    from xamt.types import Case
 
 SCHEMA = 2
 
@@ -286,7 +290,15 @@ def _type(value: Any) -> str:
 
 
 def from_json(raw: Any, where: str = "finding") -> Finding:
-    """Read one schema 2 entry; :class:`FindingsError` naming ``where`` if it is malformed."""
+    """Read one schema 2 entry; :class:`FindingsError` naming ``where`` if it is malformed
+    (checked against ``#/$defs/finding`` of ``xamt/schemas/findings.schema.json``)."""
+    if not isinstance(raw, dict):
+        raise FindingsError(f"{where}: a finding must be an object, not {_type(raw)}")
+    schemas.validate("findings", raw, where, FindingsError, definition="finding")
+    return _from_checked(raw, where)
+
+
+def _from_checked(raw: Any, where: str) -> Finding:
     r = _Reader(raw, where)
     outputs = r.obj("outputs", {})
     if not all(isinstance(v, dict) for v in outputs.values()):
@@ -335,6 +347,22 @@ def from_json(raw: Any, where: str = "finding") -> Finding:
     )
 
 
+def decode_case(data: Any, where: str, error: type[XamtError] = FindingsError) -> Case:
+    """The :class:`~xamt.types.Case` a finding's ``case`` (or ``original_case``, or a
+    candidate's) holds; ``error`` naming ``where`` if it is malformed or cannot be decoded
+    (arrays whose bytes do not fit their shape, unknown dtypes)."""
+    from xamt.serialize import case_from_jsonable
+    from xamt.workers.protocol import ProtocolError
+
+    if not isinstance(data, dict):
+        raise error(f"{where}: the case must be an object, not {_type(data)}")
+    schemas.validate("findings", data, where, error, definition="full_case")
+    try:
+        return case_from_jsonable(data)
+    except (KeyError, IndexError, TypeError, ValueError, ProtocolError) as exc:
+        raise error(f"{where}: the case cannot be decoded ({type(exc).__name__}: {exc})") from None
+
+
 # --------------------------------------------------------------------------------------------
 # The document
 
@@ -381,19 +409,15 @@ def document_from_json(data: Any, where: str = "findings.json") -> Document:
         raise FindingsError(
             f"{where}: unknown findings schema {schema!r}; this xamt reads schema {SCHEMA}"
         )
+    _check_document(data, where)
     r = _Reader(data, where)
     libraries = r.str_map("libraries")
     campaign = r.obj("campaign", {})
     raw_findings = r.items("findings")
     support = r.obj("support", {})
-    for group, libs in support.items():
-        ok = isinstance(libs, dict) and all(
-            isinstance(d, dict) and all(isinstance(v, str) for v in d.values())
-            for d in libs.values()
-        )
-        if not ok:
-            raise FindingsError(f"{where}: support[{group!r}] must map library -> dtype -> state")
-    findings = tuple(from_json(f, f"{where}: findings[{i}]") for i, f in enumerate(raw_findings))
+    findings = tuple(
+        _from_checked(f, f"{where}: findings[{i}]") for i, f in enumerate(raw_findings)
+    )
     return Document(
         xamt_version=r.text("xamt_version", "?"),
         libraries=libraries,
@@ -401,6 +425,29 @@ def document_from_json(data: Any, where: str = "findings.json") -> Document:
         findings=findings,
         support=support,
     )
+
+
+def _check_document(data: dict[str, Any], where: str) -> None:
+    """Check a document against ``xamt/schemas/findings.schema.json``; a problem inside a
+    finding is reported as that finding's (``findings[3]: field 'outputs' must be an object,
+    not a string (signature 0123456789abcdef)``)."""
+    if not schemas.problems("findings", data):
+        return
+    raw_findings = data.get("findings")
+    for i, raw in enumerate(raw_findings if isinstance(raw_findings, list) else []):
+        if not isinstance(raw, dict):
+            raise FindingsError(
+                f"{where}: findings[{i}]: a finding must be an object, not {_type(raw)}"
+            )
+        try:
+            schemas.validate(
+                "findings", raw, f"{where}: findings[{i}]", FindingsError, definition="finding"
+            )
+        except FindingsError as exc:
+            sig = raw.get("signature")
+            label = f" (signature {sig})" if isinstance(sig, str) and len(sig) <= 64 else ""
+            raise FindingsError(f"{exc}{label}") from None
+    schemas.validate("findings", data, where, FindingsError)
 
 
 def load_document(path: Path) -> Document:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xamt import schemas
 from xamt.errors import XamtError
 from xamt.findings import KINDS, Classification, KnownRef
 from xamt.libraries import library_names
@@ -95,10 +96,12 @@ def load_known(path: Path = DEFAULT_PATH) -> list[KnownDifference]:
         )
     out, seen = [], set()
     for i, raw in enumerate(entries):
-        ident = raw.get("id", "?") if isinstance(raw, dict) else "?"
-        where = f"{path}: entry #{i} ({ident})"
+        ident = str(raw.get("id", "?")) if isinstance(raw, dict) else "?"
+        where = f"{path}: entry #{i} ({ident if len(ident) <= 60 else ident[:57] + '...'})"
         if not isinstance(raw, dict):
             raise KnownDifferencesError(f"{where}: an entry must be a table")
+        # shape and types (xamt/schemas/known-differences.schema.json), then meaning
+        schemas.validate("known-differences", raw, where, KnownDifferencesError, definition="entry")
         entry = _entry(raw, where)
         if entry.id in seen:
             raise KnownDifferencesError(f"{where}: duplicate id {entry.id!r}")

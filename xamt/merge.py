@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from contextlib import suppress
@@ -62,12 +61,12 @@ from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
 from xamt.findings import Document, Finding, FindingsError, load_document, merge_support, to_json
 from xamt.fuzz.output import writable_folder, write_findings
+from xamt.paths import check_signature, inside
 from xamt.store import Store, StoreError
 
 STORE_NAME = "xamt.sqlite"
 FINDINGS_NAME = "findings.json"
 REPRO_NAME = "repro"
-SIGNATURE = re.compile(r"[0-9a-f]{16}")
 
 
 class NotAnOutputFolder(XamtError):
@@ -131,26 +130,6 @@ class _Merged:
 # -- reading inputs ---------------------------------------------------------------------------
 
 
-def check_signature(signature: str, where: str, error: type[XamtError]) -> str:
-    """``signature`` if it is 16 lowercase hexadecimal digits, else ``error`` naming ``where``."""
-    if not SIGNATURE.fullmatch(signature):
-        raise error(
-            f"{where}: finding signature {signature!r} is not 16 hexadecimal digits; nothing "
-            "was merged (a signature names a folder of the output, so a malformed one is "
-            "refused): leave this folder out, or re-run its campaign"
-        )
-    return signature
-
-
-def inside(base: Path, *parts: str) -> Path:
-    """``base / parts``, checked to resolve inside ``base`` (symbolic links followed);
-    :class:`~xamt.errors.OutputError` if it does not."""
-    path = base.joinpath(*parts)
-    if not path.resolve().is_relative_to(base.resolve()):
-        raise OutputError(f"{path}: leads outside {base}; refusing to read or write it")
-    return path
-
-
 def _read_input(folder: Path) -> _Input:
     if not folder.exists():
         raise UsageError(f"{folder}: no such folder; name the output folders of the shards")
@@ -171,14 +150,14 @@ def _read_input(folder: Path) -> _Input:
         )
     document = load_document(findings_path)  # schema 1 and wrong types: FindingsError (17)
     listed = {f.signature: f for f in document.findings}
-    for sig in listed:
-        check_signature(sig, str(findings_path), FindingsError)
+    for sig in listed:  # (the schema checked them too: a signature names a folder)
+        check_signature(sig, f"{findings_path}: nothing was merged", FindingsError)
     if not has_store:
         return _Input(path=folder, document=document, findings=document.findings)
     with Store(store_path) as store:  # checks it is an xamt store of the schema we read
         rows = store.findings()
         for row in rows:
-            check_signature(row.signature, str(store_path), StoreError)
+            check_signature(row.signature, f"{store_path}: nothing was merged", StoreError)
         # StoreError for a payload this xamt did not write
         findings = tuple(row.finding for row in rows)
     return _Input(path=folder, document=document, findings=findings)
@@ -339,7 +318,7 @@ def merge(inputs: Sequence[Path], out: Path) -> MergeSummary:
         _write_store(partial, checked, merged)
         for sig, source in sources.items():
             if source is not None:
-                _copy_repro(source, inside(out, REPRO_NAME, sig))
+                _copy_repro(source, inside(out, REPRO_NAME, sig, what="a repro folder"))
         os.replace(partial, out / STORE_NAME)
     except BaseException:
         _remove_store(partial)
@@ -397,26 +376,33 @@ def _repro_source(signature: str, m: _Merged, checked: Sequence[_Input]) -> Path
     order = [m.source, *sorted(i for i in m.counts if i != m.source)]
     for index in order:
         folder = checked[index].path
-        try:
-            source = inside(folder, REPRO_NAME, signature)
-        except OutputError:
-            raise NotAnOutputFolder(
-                f"{folder / REPRO_NAME / signature}: leads outside {folder} (a symbolic "
-                "link); nothing was merged: remove it, or leave the folder out"
-            ) from None
+        source = inside(
+            folder,
+            REPRO_NAME,
+            signature,
+            error=NotAnOutputFolder,
+            what="a repro folder of this input (nothing was merged)",
+        )
         if source.is_dir():
             return source
     return None
 
 
 def _copy_repro(source: Path, target: Path) -> None:
-    """Copy the regular files of ``source`` (not links, not folders) into ``target``."""
+    """Copy the regular files of ``source`` (not links, not folders) into ``target``, each
+    written aside and renamed into place (a link already in ``target`` is replaced, never
+    followed)."""
     try:
         target.mkdir(parents=True, exist_ok=True)
         for entry in sorted(source.iterdir()):
             if entry.is_symlink() or not entry.is_file():
                 continue
-            shutil.copyfile(entry, target / entry.name)
+            tmp = target / f".{entry.name}.partial"
+            with suppress(FileNotFoundError):
+                tmp.unlink()
+            with open(entry, "rb") as src, open(tmp, "xb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(tmp, target / entry.name)
     except OSError as exc:
         raise OutputError(
             f"cannot copy the repro files of {source.name} to {target}: {exc.strerror or exc}"

@@ -16,12 +16,19 @@ Note:
 
     Schema. The file carries ``PRAGMA application_id`` (:data:`APPLICATION_ID`) and a schema
     version in ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`). A file with another
-    application id, a non-empty database without ours, or a newer version is refused.
+    application id, a database without ours, or a newer version is refused.
+
+    Creation. A new store is made whole in a temporary file beside the target and linked into
+    place, so the store's path never holds a half-made store, not even for an instant. Any
+    file already at the path is therefore someone else's, or a damaged store: an empty
+    (zero-byte) file, an empty SQLite database or anything else that is not an xamt store is
+    refused and never overwritten.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -31,9 +38,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from xamt import schemas
 from xamt.errors import XamtError
-from xamt.findings import Finding, FindingsError
+from xamt.findings import Finding, FindingsError, decode_case
 from xamt.findings import from_json as finding_from_json
+from xamt.paths import check_signature
 from xamt.types import DISCREPANCY_KINDS
 
 SCHEMA_VERSION = 2
@@ -114,6 +123,12 @@ class UnknownSignature(StoreError):
     exit_code = 20
 
 
+class NothingToResume(XamtError):
+    """``xamt fuzz --resume`` on a folder without an unfinished campaign of that name."""
+
+    exit_code = 23
+
+
 @dataclass(frozen=True, kw_only=True)
 class CaseRecord:
     """One executed case: where it was drawn, its divergence score, the kinds it showed."""
@@ -180,7 +195,9 @@ class FindingRow:
 
     @property
     def finding(self) -> Finding:
-        """The payload as a :class:`~xamt.findings.Finding`, with the row's counters."""
+        """The payload as a :class:`~xamt.findings.Finding`, with the row's counters;
+        :class:`StoreError` if the row's signature or its payload is malformed."""
+        check_signature(self.signature, f"{self.path}: a finding", StoreError)
         try:
             found = finding_from_json(self.payload, f"{self.path}: finding {self.signature}")
         except FindingsError as exc:
@@ -191,6 +208,22 @@ class FindingRow:
             first_seen=self.first_seen,
             last_seen=self.last_seen,
         )
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with suppress(OSError):
+            Path(f"{path}{suffix}").unlink()
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a new entry of ``folder`` durable (where the platform allows)."""
+    with suppress(OSError, AttributeError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def utc_now() -> str:
@@ -226,8 +259,11 @@ class Store:
         self.path = Path(path)
         if self.path.is_dir():
             raise StoreError(f"{self.path}: is a folder, not an xamt store; name a file")
+        if self.path.exists() or self.path.is_symlink():
+            self._check_file()
+        else:
+            self._create_file()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the store ({exc})") from exc
@@ -248,8 +284,10 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise self._not_a_store(exc) from exc
         if app_id == 0 and version == 0 and tables == 0:
-            self._create()
-            return
+            raise StoreError(
+                f"{self.path}: an SQLite database with nothing in it, not an xamt store; xamt "
+                "does not write into a file it did not make: delete it, or name another file"
+            )
         if app_id != APPLICATION_ID:
             raise StoreError(
                 f"{self.path}: not an xamt store (an SQLite database of another application); "
@@ -279,17 +317,53 @@ class Store:
             )
         self._configure()
 
-    def _create(self) -> None:
-        """Make the schema in an empty database (re-checked inside the transaction, so two
-        processes opening the same new file do not both create it)."""
-        self._configure()
-        with self._transaction("create the schema") as conn:
-            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                return  # another process made it first
-            for statement in SCHEMA:
-                conn.execute(statement)
-            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    def _check_file(self) -> None:
+        """Refuse what is at the path unless it may be a store: a regular file, not empty."""
+        try:
+            info = self.path.stat()
+        except OSError as exc:
+            raise StoreError(
+                f"{self.path}: cannot read the store ({exc.strerror or exc}); name another file"
+            ) from None
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: not a regular file, not an xamt store; name a file")
+        if info.st_size == 0:
+            raise StoreError(
+                f"{self.path}: an empty file (0 bytes), not an xamt store: a store that was "
+                "truncated or never written. xamt does not overwrite it: restore the store "
+                "from a copy, or delete the file to start a new store there"
+            )
+
+    def _create_file(self) -> None:
+        """Make a new store: the schema in a temporary file beside the path, linked into place
+        (if another process made the store meanwhile, that one is kept)."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _remove_database(tmp)
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                conn.execute("BEGIN")
+                for statement in SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            finally:
+                conn.close()  # checkpoints: the file alone is the whole store
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                pass  # another process made it first
+            except OSError:  # a file system without hard links
+                if not self.path.exists():
+                    os.replace(tmp, self.path)
+            _sync_folder(self.path.parent)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"{self.path}: cannot create the store ({exc})") from exc
+        finally:
+            _remove_database(tmp)
 
     def _configure(self) -> None:
         try:
@@ -392,10 +466,30 @@ class Store:
         if not rows:
             return None
         cid, config, state, next_seq = rows[0]
-        state_data = None if state is None else _loads(state, f"{self.path}: campaign {cid} state")
-        if state_data is not None and not isinstance(state_data, dict):
-            raise StoreError(f"{self.path}: campaign {cid} state is not an object; corrupted")
-        return cid, _loads(config, f"{self.path}: campaign {cid} config"), state_data, next_seq
+        state_data = None if state is None else self._state(cid, state)
+        config_data = _loads(config, f"{self.path}: campaign {cid} config")
+        if not isinstance(config_data, dict):
+            raise StoreError(f"{self.path}: campaign {cid} config is not an object; corrupted")
+        if not isinstance(next_seq, int) or next_seq < 0:
+            raise StoreError(f"{self.path}: campaign {cid} next_seq {next_seq!r} is corrupted")
+        return cid, config_data, state_data, next_seq
+
+    def _state(self, campaign: int, text: str) -> dict[str, Any]:
+        """A campaign's state column: JSON of the shape of ``campaign-state.schema.json``."""
+        where = f"{self.path}: campaign {campaign} state"
+        state = _loads(text, where)
+        if not isinstance(state, dict):
+            raise StoreError(f"{where} is not an object; the store is corrupted")
+        schemas.validate("campaign-state", state, f"{where} (corrupted)", StoreError)
+        return state
+
+    def unfinished_campaigns(self) -> list[str]:
+        """The names of the campaigns not finished, oldest first."""
+        rows = self._query(
+            "list unfinished campaigns",
+            "SELECT name FROM campaigns WHERE finished IS NULL GROUP BY name ORDER BY min(id)",
+        )
+        return [str(name) for (name,) in rows]
 
     def campaign_state(self, campaign: int) -> dict[str, Any]:
         """The state of ``campaign``'s last committed batch (empty before the first)."""
@@ -406,10 +500,7 @@ class Store:
             raise StoreError(f"{self.path}: no campaign {campaign}")
         if rows[0][0] is None:
             return {}
-        state = _loads(rows[0][0], f"{self.path}: campaign {campaign} state")
-        if not isinstance(state, dict):
-            raise StoreError(f"{self.path}: campaign {campaign} state is not an object; corrupted")
-        return state
+        return self._state(campaign, rows[0][0])
 
     def commit_batch(
         self,
@@ -498,7 +589,7 @@ class Store:
             "WHERE campaign = ? AND status = 'pending' ORDER BY seq, id",
             (campaign,),
         )
-        return [_candidate_row(row) for row in rows]
+        return [_candidate_row(row, self.path) for row in rows]
 
     def candidate(self, candidate_id: int) -> CandidateRow:
         """One candidate by id (any status)."""
@@ -509,7 +600,7 @@ class Store:
         )
         if not rows:
             raise StoreError(f"{self.path}: no candidate {candidate_id}")
-        return _candidate_row(rows[0])
+        return _candidate_row(rows[0], self.path)
 
     def set_candidate_status(
         self,
@@ -560,8 +651,6 @@ class Store:
                     payload_json=finding_json,
                     occurrences=occurrences,
                 )
-
-    # -- findings ------------------------------------------------------------------------
 
     def upsert_finding(self, *, signature: str, campaign: int, payload: dict[str, Any]) -> None:
         """Record one occurrence of a finding in a campaign.
@@ -739,21 +828,34 @@ class Store:
             f"FROM findings f {where} ORDER BY first_seen, signature",
             params,
         )
-        return [
-            FindingRow(
-                signature=sig,
-                kind=kind,
-                group=group,
-                dtype=dtype,
-                payload=_loads(payload, f"{self.path}: finding {sig}"),
-                occurrences=occurrences,
-                first_seen=first,
-                last_seen=last,
-                campaigns=tuple(int(c) for c in campaigns.split(",")) if campaigns else (),
-                path=str(self.path),
+        return [self._finding_row(row) for row in rows]
+
+    def _finding_row(self, row: tuple[Any, ...]) -> FindingRow:
+        """A findings row, its columns checked (SQLite keeps any type in any column)."""
+        sig, kind, group, dtype, payload, occurrences, first, last, campaigns = row
+        where = f"{self.path}: finding {sig!r}"[:200]
+        if not all(isinstance(v, str) for v in (sig, kind, group, dtype, first, last)):
+            raise StoreError(f"{where}: a text column holds another type; the store is corrupted")
+        if not isinstance(occurrences, int) or occurrences < 0:
+            raise StoreError(
+                f"{where}: occurrences {occurrences!r} is not a count; the store is corrupted"
             )
-            for sig, kind, group, dtype, payload, occurrences, first, last, campaigns in rows
-        ]
+        try:
+            seen_in = tuple(int(c) for c in campaigns.split(",")) if campaigns else ()
+        except (AttributeError, ValueError):
+            raise StoreError(f"{where}: its campaigns are corrupted ({campaigns!r})") from None
+        return FindingRow(
+            signature=sig,
+            kind=kind,
+            group=group,
+            dtype=dtype,
+            payload=_loads(payload, f"{self.path}: finding {sig}"),
+            occurrences=occurrences,
+            first_seen=first,
+            last_seen=last,
+            campaigns=seen_in,
+            path=str(self.path),
+        )
 
     def counts(self, campaign: int) -> dict[str, int]:
         """Tallies of a campaign, every key always present.
@@ -807,13 +909,76 @@ class Store:
             conn.execute("COMMIT")
 
 
+def check_resumable(path: Path, name: str) -> None:
+    """:class:`NothingToResume` unless the store at ``path`` holds an unfinished campaign called
+    ``name`` (``xamt fuzz --resume``, checked before any worker starts); :class:`StoreError`
+    for a file that is not a store. Creates nothing."""
+    folder = path.parent
+    if not (path.exists() or path.is_symlink()):
+        raise NothingToResume(
+            f"{folder}: nothing to resume: there is no store ({path.name}) in this folder; "
+            "run without --resume to start a new campaign, or point --out at the folder of "
+            "the campaign to resume"
+        )
+    with Store(path) as store:
+        if store.resumable_campaign(name) is not None:
+            return
+        others = [n for n in store.unfinished_campaigns() if n != name]
+        ran = store._query("find a campaign", "SELECT 1 FROM campaigns WHERE name = ?", (name,))
+    state = "finished" if ran else "is not in it"
+    hint = f"; unfinished there: {', '.join(others)} (another --shard?)" if others else ""
+    raise NothingToResume(
+        f"{path}: nothing to resume: campaign {name!r} {state}{hint}. Run without --resume "
+        "to start a new campaign"
+    )
+
+
+def check_store(path: Path, name: str, *, resume: bool) -> None:
+    """Check the store of an output folder before a campaign starts (no worker runs, nothing
+    is created): :class:`NothingToResume` when ``resume`` finds no unfinished campaign called
+    ``name``; :class:`StoreError` for a file that is not a store, or a store holding anything
+    malformed that the campaign would read (the state to resume, a pending candidate, a
+    finding: their signatures and payloads). No store yet is fine for a new campaign."""
+    if resume:
+        check_resumable(path, name)
+    if not (path.exists() or path.is_symlink()):
+        return
+    with Store(path) as store:
+        found = store.resumable_campaign(name) if resume else None
+        if found is not None and found[2]:
+            schemas.validate(
+                "campaign-state",
+                found[2],
+                f"{path}: campaign {found[0]} state (corrupted)",
+                StoreError,
+                definition="resumable",
+            )
+        if found is not None:
+            for cand in store.pending_candidates(found[0]):
+                where = f"{path}: candidate {cand.id}"
+                check_signature(cand.signature, where, StoreError)
+                try:
+                    finding = finding_from_json(cand.payload, where)
+                    decode_case(finding.case, f"{where}: case", FindingsError)
+                except FindingsError as exc:
+                    raise StoreError(f"{exc}; the store is corrupted") from None
+        for row in store.findings():
+            row.finding  # noqa: B018  (StoreError for a malformed signature or payload)
+
+
 _CANDIDATE_COLUMNS = (
     "id, campaign, seq, signature, kind, grp, dtype, payload, status, reproduced, runs"
 )
 
 
-def _candidate_row(row: tuple[Any, ...]) -> CandidateRow:
+def _candidate_row(row: tuple[Any, ...], path: Path) -> CandidateRow:
     cid, campaign, seq, signature, kind, group, dtype, payload, status, reproduced, runs = row
+    texts, counts = (signature, kind, group, dtype, status), (campaign, seq, reproduced, runs)
+    if not all(isinstance(v, str) for v in texts) or not all(isinstance(v, int) for v in counts):
+        raise StoreError(
+            f"{path}: candidate {cid}: a column holds a value of the wrong type; the store is "
+            "corrupted"
+        )
     return CandidateRow(
         id=cid,
         campaign=campaign,
@@ -822,7 +987,7 @@ def _candidate_row(row: tuple[Any, ...]) -> CandidateRow:
         kind=kind,
         group=group,
         dtype=dtype,
-        payload=_loads(payload, f"candidate {cid}"),
+        payload=_loads(payload, f"{path}: candidate {cid}"),
         status=status,
         reproduced=reproduced,
         runs=runs,

@@ -9,6 +9,7 @@ deep-learning library.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -152,7 +153,8 @@ def save(catalog: Catalog, path: Path = CATALOG_PATH) -> None:
 def load(path: Path = CATALOG_PATH) -> Catalog:
     """Load and check a catalog file; every problem names the file and the entry."""
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
     except FileNotFoundError:
         raise CatalogError(
             f"{path}: no catalog file; build one with `xamt catalog build`"
@@ -161,6 +163,7 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
         raise CatalogError(f"{path}: not a readable JSON catalog: {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise CatalogError(f"{path}: expected a catalog with schema {SCHEMA}")
+    _check_schema(path, text, data)
     from xamt.catalog.normalize import role_vocabulary  # (normalize imports this module)
 
     known = set(library_names())
@@ -168,7 +171,7 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
     groups = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("groups", [])):
-        where = f"{path}: group #{i} ({raw.get('id', '?') if isinstance(raw, dict) else '?'})"
+        where = f"{path}: group #{i} ({_label(raw)})"
         try:
             group = _group(raw)
         except (KeyError, TypeError, ValueError) as exc:
@@ -203,6 +206,34 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
         groups.append(group)
     libraries = data.get("libraries", {})
     return Catalog(libraries=dict(libraries), groups=tuple(groups))
+
+
+# Catalog texts (by digest) that passed the schema in this process: the committed catalog is
+# checked once, not at every load.
+_CHECKED: set[str] = set()
+
+
+def _label(raw: Any) -> str:
+    ident = raw.get("id", "?") if isinstance(raw, dict) else "?"
+    text = str(ident)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_schema(path: Path, text: str, data: dict[str, Any]) -> None:
+    """Check ``data`` against ``xamt/schemas/catalog.schema.json``: a problem inside a group is
+    that group's (``group #3 (sum): malformed entry: field 'members[0].api' ...``)."""
+    from xamt import schemas
+
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if digest in _CHECKED:
+        return
+    if schemas.problems("catalog", data):
+        raw_groups = data.get("groups")
+        for i, raw in enumerate(raw_groups if isinstance(raw_groups, list) else []):
+            where = f"{path}: group #{i} ({_label(raw)}): malformed entry"
+            schemas.validate("catalog", raw, where, CatalogError, definition="group")
+        schemas.validate("catalog", data, str(path), CatalogError)
+    _CHECKED.add(digest)
 
 
 def _group(raw: dict[str, Any]) -> Group:

@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from xamt import schemas
 from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
+from xamt.findings import decode_case
 from xamt.findings import to_json as finding_json
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
 from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis, strict
@@ -31,9 +33,10 @@ from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
 from xamt.replay import Replay, Submitted, finding_of
 from xamt.serialize import case_from_jsonable, case_to_jsonable
-from xamt.store import CandidateRecord, CaseRecord, Store
+from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_resumable
 from xamt.types import VALUE_CLASSES, Case
 from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import ProtocolError
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
@@ -194,7 +197,56 @@ class Campaign:
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
-        """Start, or resume the latest unfinished campaign of this name. True if resumed."""
+        """Start, or resume the latest unfinished campaign of this name. True if resumed.
+
+        Resuming with nothing to resume is :class:`~xamt.store.NothingToResume`; a stored state
+        that does not fit ``campaign-state.schema.json``, or cannot be restored, is
+        :class:`~xamt.store.StoreError`: the store is corrupted.
+        """
+        found = self.store.resumable_campaign(self.config.name) if resume else None
+        if resume and found is None:
+            check_resumable(self.store.path, self.config.name)  # says why there is none
+        if found is not None and found[2]:
+            where = f"{self.store.path}: campaign {found[0]} state"
+            schemas.validate(
+                "campaign-state",
+                found[2],
+                f"{where} (corrupted)",
+                StoreError,
+                definition="resumable",
+            )
+        try:
+            resumed = self._open(resume)
+        except (KeyError, IndexError, TypeError, ValueError, OverflowError, ProtocolError) as exc:
+            raise StoreError(
+                f"{self.store.path}: campaign {self.campaign_id} state cannot be resumed "
+                f"({type(exc).__name__}: {exc}); the store is corrupted or from another xamt: "
+                "run without --resume to start a new campaign"
+            ) from None
+        if resumed:
+            self._check_resumed()
+        return resumed
+
+    def _check_resumed(self) -> None:
+        """The resumed work (batches in flight, the schedule's corpus) must be of this run's
+        groups and APIs: resuming with another --group, --libs, --shard or catalog is a usage
+        error now rather than a crash later."""
+        where = f"{self.store.path}: campaign {self.campaign_id} state"
+        cases = [case for _picks, batch in self._resumed for case in batch]
+        corpus: list[Any] = getattr(self.schedule, "corpus", [])
+        cases += [decode_case(entry[2], f"{where}: corpus", StoreError) for entry in corpus]
+        for case in cases:
+            if case.group not in self.groups or any(
+                (case.group, api) not in self.replay.members for api in case.apis.values()
+            ):
+                raise UsageError(
+                    f"{where}: the campaign has work for group {case.group!r} with "
+                    f"{', '.join(sorted(case.apis))}, which this run does not have; resume "
+                    "with the --group, --libs, --shard and catalog it started with, or run "
+                    "without --resume to start a new campaign"
+                )
+
+    def _open(self, resume: bool) -> bool:
         found = self.store.resumable_campaign(self.config.name) if resume else None
         if found is None:
             self.campaign_id = self.store.start_campaign(

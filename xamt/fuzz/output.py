@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,10 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
+        with suppress(FileNotFoundError):
+            tmp.unlink()  # a link left there is removed, never written through
+        with open(tmp, "x", encoding="utf-8") as fh:
+            fh.write(text)
         os.replace(tmp, path)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from xamt.catalog.model import Group
-from xamt.findings import FindingsError, from_json, to_json
+from xamt.findings import Finding, FindingsError, decode_case, from_json, to_json
+from xamt.paths import check_signature
 from xamt.replay import Replay
-from xamt.serialize import case_from_jsonable
 from xamt.store import CandidateRow, Store, StoreError
 from xamt.workers.pool import WorkerPool
 
@@ -49,9 +49,15 @@ def reproduce(
         return ReproSummary()
     by_sig: dict[str, list[CandidateRow]] = defaultdict(list)
     for cand in pending:
+        # a candidate's signature becomes its finding's, and a folder name: checked first
+        check_signature(cand.signature, f"{store.path}: candidate {cand.id}", StoreError)
         by_sig[cand.signature].append(cand)
     reps = [cands[0] for cands in by_sig.values()]
-    cases = [case_from_jsonable(c.payload["case"]) for c in reps]
+    recorded = [_finding(store, c) for c in reps]
+    cases = [
+        decode_case(f.case, f"{store.path}: candidate {c.id}: case", StoreError)
+        for f, c in zip(recorded, reps, strict=True)
+    ]
     seen = store.campaign_state(campaign).get("seen", {})
     libs = sorted({lib for c in cases for lib in c.apis})
     hits: Counter[int] = Counter()
@@ -67,16 +73,12 @@ def reproduce(
             if cand.signature in result.signatures():
                 hits[cand.id] += 1
     summary: Counter[str] = Counter()
-    for rep in reps:
+    for rep, found in zip(reps, recorded, strict=True):
         k = hits[rep.id]
         status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
         summary[status] += 1
         finding = None
         if status == "reproduced":
-            try:
-                found = from_json(rep.payload, f"candidate {rep.id}")
-            except FindingsError as exc:
-                raise StoreError(f"{store.path}: candidate {rep.id} is malformed: {exc}") from None
             finding = to_json(found.replace(reproduced=k, runs=runs))
         occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
         # the verdict and the finding in one transaction: a kill between them cannot count twice
@@ -90,3 +92,11 @@ def reproduce(
         flaky=summary["flaky"],
         not_reproduced=summary["not-reproduced"],
     )
+
+
+def _finding(store: Store, cand: CandidateRow) -> Finding:
+    """A candidate's payload as a finding record; StoreError (exit 10) if it is malformed."""
+    try:
+        return from_json(cand.payload, f"{store.path}: candidate {cand.id}")
+    except FindingsError as exc:
+        raise StoreError(f"{exc}; the store is corrupted or from another xamt") from None

@@ -104,7 +104,7 @@ def run_fuzz(
     from xamt.fuzz.output import findings_document, writable_folder, write_findings
     from xamt.fuzz.reproduce import reproduce
     from xamt.known import DEFAULT_PATH, load_known
-    from xamt.store import Store
+    from xamt.store import Store, check_store
     from xamt.triage.pipeline import triage
     from xamt.workers.pool import WorkerPool
 
@@ -129,10 +129,14 @@ def run_fuzz(
             f"no group matches --group {config.group!r} with these libraries and shard; "
             "see `xamt catalog list`"
         )
+    name = f"fuzz-{shard_spec[0]}-{shard_spec[1]}"
+    # the store before anything is written or started: nothing to resume, or a store that is
+    # not one, or that holds malformed rows, is said now (exit 23 or 10)
+    check_store(config.out_dir / "xamt.sqlite", name, resume=config.resume)
     folder = writable_folder(config.out_dir, "choose another with --out")
     pythons = {lib: envs.interpreter(lib, config.variant) for lib in chosen}
     campaign_config = CampaignConfig(
-        name=f"fuzz-{shard_spec[0]}-{shard_spec[1]}",
+        name=name,
         seed=config.seed,
         budget=spent,
         libraries=tuple(chosen),

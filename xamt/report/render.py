@@ -44,6 +44,7 @@ import numpy as np
 from markupsafe import Markup
 
 import xamt
+from xamt.errors import OutputError
 from xamt.findings import (
     CLASSIFICATIONS,
     CONFIDENCES,
@@ -53,7 +54,9 @@ from xamt.findings import (
     Finding,
     load_document,
 )
+from xamt.paths import inside
 from xamt.serialize import from_jsonable
+from xamt.timing import BREAKDOWN_COLUMNS, Phases, breakdown_rows, libraries_from_dict
 from xamt.triage.repro import ValueCode
 from xamt.workers.protocol import BFloat16, DType
 
@@ -700,15 +703,18 @@ def with_repro_scripts(doc: Document, base_dir: Path) -> Document:
     Paths are relative to ``base_dir`` (the folder of findings.json). Only files inside it are
     read, so a findings file can never make a report or an issue show another file.
     """
-    root = Path(base_dir).resolve()
+    root = Path(base_dir)
     findings = []
     for f in doc.findings:
         loaded = {}
         for library, value in f.repro.items():
             loaded[library] = value
             if "\n" not in value:
-                path = (root / value).resolve()
-                if path.is_relative_to(root) and path.is_file():
+                try:  # one checked join (xamt.paths): inside the folder, links followed
+                    path = inside(root, value, what="a repro script")
+                except OutputError:
+                    continue  # shown as the path it claims, never read
+                if path.is_file():
                     try:
                         loaded[library] = path.read_text(encoding="utf-8")
                     except (OSError, UnicodeDecodeError):
@@ -1061,6 +1067,26 @@ def summary_view(
         "classifications": list(CLASSIFICATIONS),
         "class_totals": class_totals,
         "counts": counts,
+        "time": time_view(camp.get("time")),
+    }
+
+
+def time_view(data: Any) -> dict[str, Any] | None:
+    """Where the run's wall time went (findings.json ``campaign.time``): phases, and each
+    library's table while fuzzing; None when the file has no such record."""
+    if not isinstance(data, Mapping):
+        return None
+    phases = Phases.from_dict(
+        data.get("phases", {}) if isinstance(data.get("phases"), Mapping) else {}
+    )
+    libraries = data.get("libraries")
+    times = libraries_from_dict(libraries if isinstance(libraries, Mapping) else {})
+    fuzz = phases.seconds.get("fuzz", 0.0)
+    return {
+        "phases": [(name, f"{s:.0f}") for name, s in phases.seconds.items()],
+        "total": f"{sum(phases.seconds.values()):.0f}",
+        "columns": list(BREAKDOWN_COLUMNS),
+        "rows": [list(r) for r in breakdown_rows(times, fuzz)],
     }
 
 

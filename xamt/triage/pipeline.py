@@ -19,18 +19,17 @@ For each reproduced finding not triaged yet:
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from xamt.catalog.model import Group
-from xamt.errors import XamtError
-from xamt.findings import Finding, Minimization, to_json
+from xamt.findings import Finding, Minimization, decode_case, to_json
 from xamt.known import KnownDifference
 from xamt.oracle.signature import signature_of
 from xamt.outcomes import outcome_summary
+from xamt.paths import check_signature, inside
 from xamt.replay import (
     Replay,
     Replayed,
@@ -40,8 +39,8 @@ from xamt.replay import (
     trigger_of,
     triggers_in,
 )
-from xamt.serialize import case_from_jsonable, case_to_jsonable
-from xamt.store import Store
+from xamt.serialize import case_to_jsonable
+from xamt.store import Store, StoreError
 from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
 from xamt.types import Case
@@ -50,7 +49,6 @@ from xamt.workers.pool import WorkerPool
 # Calls a minimization may spend, by kind: crashes restart a worker each time, hangs wait for
 # the deadline: those are not worth shrinking far.
 CALL_CAPS = {"hang": 0, "crash": 12, "resource": 12}
-SIGNATURE_PATTERN = re.compile(r"[0-9a-f]{16}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,11 +157,11 @@ def triage(
     )
     shrunk: list[_Shrunk] = []
     for n, row in enumerate(todo, 1):
-        if not SIGNATURE_PATTERN.fullmatch(row.signature):
-            raise XamtError(f"{store.path}: finding signature {row.signature!r} is malformed")
-        f = row.finding
+        f = row.finding  # StoreError for a malformed signature or payload
         group = groups[row.group]
-        original = case_from_jsonable(f.original_case or f.case)
+        original = decode_case(
+            f.original_case or f.case, f"{store.path}: finding {row.signature}: case", StoreError
+        )
         cap = CALL_CAPS.get(f.kind)
         if max_seconds is not None and time.monotonic() - started > max_seconds:
             cap = 0
@@ -255,11 +253,15 @@ def triage(
                 continue
         documented += final.classification == "documented-difference"
         members = {
-            lib: next(m for m in group.members if m.api == api)
+            lib: member
             for lib, api in s.current.apis.items()
+            for member in group.members
+            if member.api == api and member.library == lib
         }
+        # the signature names a folder: it must stay inside the output folder
+        folder = inside(out_dir, "repro", check_signature(final.signature, "triage"))
         scripts = write_repro(
-            out_dir / "repro" / final.signature,
+            folder,
             case=s.current,
             members=members,
             versions=versions,

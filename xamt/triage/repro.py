@@ -9,9 +9,12 @@ finding was made on. Its last line, ``RESULT {...}``, is machine-readable.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ import numpy as np
 
 from xamt.catalog.bind import bind
 from xamt.catalog.model import Member
+from xamt.paths import check_identifier
 from xamt.serialize import case_to_jsonable
 from xamt.types import Case
 from xamt.workers.protocol import BFloat16, DType
@@ -275,7 +279,14 @@ def write_repro(
     signature: str,
     key: str,
 ) -> dict[str, str]:
-    """Write the scripts of one finding into ``folder``; return library -> script path."""
+    """Write the scripts of one finding into ``folder``; return library -> script path.
+
+    ``folder`` must already be checked to lie inside the output folder (``xamt.paths.inside``);
+    the library names, which name the scripts, are checked here, and each file is replaced
+    (written aside, then renamed), so a link left in the folder is replaced, never followed.
+    """
+    for library in members:
+        check_identifier("library", library, f"{folder}: a repro script")
     folder.mkdir(parents=True, exist_ok=True)
     scripts: dict[str, str] = {}
     npz: dict[str, np.ndarray] = {}
@@ -289,15 +300,28 @@ def write_repro(
             key=key,
         )
         npz.update(arrays)
-        path = folder / f"repro_{library}.py"
-        path.write_text(text)
-        scripts[library] = str(path)
+        scripts[library] = str(_replace(folder, f"repro_{library}.py", text.encode()))
     if npz:
-        np.savez(folder / "inputs.npz", **npz)  # type: ignore[arg-type]
-    (folder / "case.json").write_text(json.dumps(case_to_jsonable(case), indent=1))
-    (folder / "repro_xamt.py").write_text(CROSS_SCRIPT.format(signature=signature, key=key))
-    scripts["xamt"] = str(folder / "repro_xamt.py")
+        buffer = io.BytesIO()
+        np.savez(buffer, **npz)  # type: ignore[arg-type]
+        _replace(folder, "inputs.npz", buffer.getvalue())
+    _replace(folder, "case.json", json.dumps(case_to_jsonable(case), indent=1).encode())
+    cross = CROSS_SCRIPT.format(signature=signature, key=key).encode()
+    scripts["xamt"] = str(_replace(folder, "repro_xamt.py", cross))
     return scripts
+
+
+def _replace(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``folder/name`` by writing aside and renaming over it: whatever was there (a file,
+    or a link to somewhere else) is replaced, and nothing outside ``folder`` is touched."""
+    path = folder / name
+    tmp = folder / f".{name}.tmp"
+    with suppress(FileNotFoundError):
+        tmp.unlink()
+    with open(tmp, "xb") as fh:  # x: fails on anything left there rather than following it
+        fh.write(data)
+    os.replace(tmp, path)
+    return path
 
 
 def run_case_file(path: Path) -> None:

@@ -8,11 +8,10 @@ from typing import Any
 
 from xamt import envs
 from xamt.catalog.model import Catalog, CatalogError
-from xamt.findings import Finding, Verification, to_json
+from xamt.findings import Finding, Verification, decode_case, to_json
 from xamt.outcomes import outcome_text
 from xamt.replay import Replay, judge_case
-from xamt.serialize import case_from_jsonable
-from xamt.store import FindingRow, Store, utc_now
+from xamt.store import FindingRow, Store, StoreError, utc_now
 from xamt.workers.pool import WorkerPool
 
 # The most verifications a finding keeps (the newest).
@@ -49,7 +48,10 @@ def verify_findings(
     if not rows:
         return []
     findings = [r.finding for r in rows]
-    cases = [case_from_jsonable(f.case) for f in findings]
+    cases = [
+        decode_case(f.case, f"{store.path}: finding {r.signature}: case", StoreError)
+        for f, r in zip(findings, rows, strict=True)
+    ]
     groups = {}
     for row in rows:
         try:

@@ -1,0 +1,91 @@
+"""Paths built from untrusted data: strict identifiers, and one checked join.
+
+Shard artifacts, stores and findings files are untrusted input: the merge job of the scheduled
+workflow reads what shard jobs uploaded, and then files issues with a token. Whatever a file
+names (a signature, a group id, a library, a campaign) may become part of a path, so every such
+identifier is checked against a strict pattern where it is read, and every path built from one
+goes through :func:`inside`, which resolves it (symbolic links followed) and refuses it unless
+it stays inside its root, *before* anything is read, written or deleted there.
+
+Note:
+    The patterns are deliberately narrow: they admit what xamt itself writes and nothing that
+    could name another folder. No pattern admits ``/``, ``\\``, a NUL or a leading dot, so a
+    checked identifier is always one plain path component. :func:`inside` is the second,
+    independent guard: even a well-formed name can lead elsewhere through a symbolic link that
+    is already on disk.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xamt.errors import OutputError, XamtError
+
+# A finding's signature: the first 16 hex digits of a sha256 (xamt.oracle.signature).
+SIGNATURE = re.compile(r"[0-9a-f]{16}")
+# A catalog group id: an operation in snake case with its plan, dtype, shapes and variant
+# (``sum[axis][keepdims]``, ``addmm[alpha]@square``, ``add[alpha]~2``, ``histogram(x,bins)``).
+GROUP_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_()\[\],@~=+-]{0,199}")
+# A library: the name of its adapter module.
+LIBRARY = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# A campaign: ``fuzz-0-1``, ``merge``, ``merged-2``.
+CAMPAIGN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
+    "signature": (SIGNATURE, "16 hexadecimal digits, lowercase"),
+    "group id": (GROUP_ID, "letters, digits and _()[],@~=+- (no slash or dot), at most 200"),
+    "library": (LIBRARY, "lowercase letters, digits and _, starting with a letter"),
+    "campaign name": (CAMPAIGN, "letters, digits and ._- (no slash), at most 100"),
+}
+
+
+def check_identifier(
+    kind: str, value: object, where: str, error: type[XamtError] = OutputError
+) -> str:
+    """``value`` if it is a string matching the pattern of ``kind`` (a key of
+    :data:`PATTERNS`), else ``error`` naming ``where``, the value and what is expected."""
+    pattern, wanted = PATTERNS[kind]
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise error(
+            f"{where}: {kind} {shown} is malformed (expected {wanted}); it may name a path, so "
+            "it is refused and nothing was read or written there"
+        )
+    return value
+
+
+def check_signature(value: object, where: str, error: type[XamtError] = OutputError) -> str:
+    """``value`` if it is a well-formed signature; else ``error`` naming ``where``."""
+    return check_identifier("signature", value, where, error)
+
+
+def is_signature(value: object) -> bool:
+    return isinstance(value, str) and SIGNATURE.fullmatch(value) is not None
+
+
+def inside(root: Path, *parts: str, error: type[XamtError] = OutputError, what: str = "") -> Path:
+    """``root / parts``, checked to resolve inside ``root`` (symbolic links followed, in
+    ``root`` itself too); ``error`` if it does not, or if a part is empty, absolute or holds a
+    NUL. Call it before anything is read, written or deleted at the path.
+
+    ``what`` says what the path is for the message (``"the repro folder of finding X"``).
+    """
+    for part in parts:
+        if not isinstance(part, str) or not part or "\0" in part or Path(part).is_absolute():
+            raise error(
+                f"{root}: {what or 'a path'} built from {part!r} is refused (empty, absolute "
+                "or holding a NUL); nothing was read or written there"
+            )
+    path = Path(root).joinpath(*parts)
+    try:
+        base = Path(root).resolve()
+        resolved = path.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a link loop, an unreadable folder
+        raise error(f"{path}: cannot be resolved ({exc}); nothing was read or written") from None
+    if not resolved.is_relative_to(base):
+        raise error(
+            f"{path}: {what or 'this path'} leads outside {root} (to {resolved}); refusing to "
+            "read, write or delete it: remove the link or the file that names it"
+        )
+    return path
