@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -193,10 +194,11 @@ class FindingRow:
     campaigns: tuple[int, ...]
     path: str = ""
 
-    @property
+    @cached_property
     def finding(self) -> Finding:
         """The payload as a :class:`~xamt.findings.Finding`, with the row's counters;
-        :class:`StoreError` if the row's signature or its payload is malformed."""
+        :class:`StoreError` if the row's signature or its payload is malformed (checked once
+        per row)."""
         check_signature(self.signature, f"{self.path}: a finding", StoreError)
         try:
             found = finding_from_json(self.payload, f"{self.path}: finding {self.signature}")
@@ -651,6 +653,8 @@ class Store:
                     payload_json=finding_json,
                     occurrences=occurrences,
                 )
+
+    # -- findings ------------------------------------------------------------------------
 
     def upsert_finding(self, *, signature: str, campaign: int, payload: dict[str, Any]) -> None:
         """Record one occurrence of a finding in a campaign.
