@@ -12,6 +12,7 @@ Regenerate the golden files after an intended change to a template or the fixtur
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -1300,3 +1301,25 @@ def test_html_report_sorts_filters_and_opens_in_headless_chromium(tmp_path: Path
     )
     assert run.returncode == 0, run.stderr[-2000:]
     keep_screenshot(shot)
+
+
+def test_report_shows_where_the_time_went() -> None:
+    base = make_document()
+    timed = dataclasses.replace(
+        base,
+        campaign={
+            **base.campaign,
+            "time": {
+                "phases": {"startup": 5.0, "fuzz": 20.0, "reproduce": 9.0},
+                "libraries": {
+                    "jax": {"calls": 40, "first_calls": 38, "first_seconds": 16.0, "hangs": 1},
+                    "numpy": {"calls": 90, "warm_seconds": 0.5},
+                },
+            },
+        },
+    )
+    html = render.report_html(timed, FAMILIES)
+    assert "Where the time went" in html and "34 s in all" in html
+    cells = re.findall(r"<td[^>]*>([^<]*)", html[html.index("Where the time went") :])
+    assert cells[:4] == ["jax", "40", "0.0", "16.0 (38)"] and "80%" in cells  # 16 s of 20
+    assert "Where the time went" not in render.report_html(base, FAMILIES)

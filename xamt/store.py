@@ -654,6 +654,18 @@ class Store:
                     occurrences=occurrences,
                 )
 
+    def record_runs(self, progress: Sequence[tuple[int, int, int]]) -> None:
+        """Record reproduction runs of pending candidates, in one transaction: each item is
+        ``(candidate id, runs in which it reproduced, runs done)``. A candidate keeps status
+        'pending' until :meth:`set_candidate_status` gives its verdict, so a run killed between
+        two chunks continues from the runs recorded here."""
+        with self._transaction("record reproduction runs") as conn:
+            conn.executemany(
+                "UPDATE candidates SET reproduced = ?, runs = ? "
+                "WHERE id = ? AND status = 'pending'",
+                [(hits, runs, cid) for cid, hits, runs in progress],
+            )
+
     # -- findings ------------------------------------------------------------------------
 
     def upsert_finding(self, *, signature: str, campaign: int, payload: dict[str, Any]) -> None:

@@ -134,6 +134,36 @@ def test_killed_campaign_resumes_losing_and_duplicating_nothing(
         assert len(store.findings()) == len(signatures(uninterrupted))
 
 
+def test_kill_during_reproduction_then_resume_loses_and_repeats_no_verdict(
+    uninterrupted: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "killed-in-repro"
+    proc = fuzz(out)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the first chunk of verdicts is committed when this is printed
+        if "reproducing in fresh workers" in line:
+            break
+    else:
+        pytest.fail("no reproduction progress line")
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    db = sqlite3.connect(out / "xamt.sqlite")
+    statuses = dict(db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status"))
+    db.close()
+    assert statuses.get("pending") and len(statuses) > 1, statuses  # killed half-way
+    resumed = fuzz(out, "--resume")
+    text, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, text
+    assert signatures(out) == signatures(uninterrupted)
+    whole = json.loads((uninterrupted / "findings.json").read_text())["findings"]
+    again = json.loads((out / "findings.json").read_text())["findings"]
+    count = {f["signature"]: f["occurrences"] for f in whole}
+    assert {f["signature"]: f["occurrences"] for f in again} == count  # nothing counted twice
+    db = sqlite3.connect(out / "xamt.sqlite")
+    assert not db.execute("SELECT COUNT(*) FROM candidates WHERE status = 'pending'").fetchone()[0]
+    db.close()
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

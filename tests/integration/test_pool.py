@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from xamt.errors import WorkerError
 from xamt.types import Call
 from xamt.workers import protocol
-from xamt.workers.pool import WorkerPool
+from xamt.workers.pool import MIN_DEADLINE, MIN_OBSERVED, WorkerPool
 
 ADD = Call(api="numpy.add", args=(np.ones(3, np.float32), np.ones(3, np.float32)))
 
@@ -114,6 +115,73 @@ def test_fanout_runs_libraries_concurrently(small_pool: WorkerPool) -> None:
     assert time.monotonic() - start < 2.9  # sequential would take at least 3 s
 
 
+def test_a_hang_in_one_library_does_not_hold_up_the_others_batches(
+    small_pool: WorkerPool,
+) -> None:
+    """torch hangs in the first batch; numpy goes through its three batches meanwhile, and
+    they can be collected before torch's deadline has even passed."""
+    small_pool.deadline = 4.0
+    echo = [Call(api="xamt_testing.echo", args=(i,)) for i in range(3)]
+    start = time.monotonic()
+    first = small_pool.submit(
+        {"numpy": echo, "torch": [Call(api="xamt_testing.sleep", args=(60,))]}
+    )
+    later = [small_pool.submit({"numpy": echo}) for _ in range(2)]
+    for ticket in later:
+        assert [int(o.value) for o in small_pool.collect(ticket)["numpy"]] == [0, 1, 2]
+    assert time.monotonic() - start < 3.0 and not small_pool.done(first)
+    outs = small_pool.collect(first)
+    assert outs["torch"][0].status == "hang" and [o.status for o in outs["numpy"]] == ["ok"] * 3
+    assert small_pool.times["torch"].hangs == 1 and small_pool.times["numpy"].hangs == 0
+
+
+def test_standby_worker_replaces_a_dead_one_at_once(pythons: dict[str, str]) -> None:
+    with WorkerPool({"torch": pythons["torch"]}, standby=True, testing=True) as pool:
+        pool.start()
+        spare = pool._spares["torch"]
+        select.select([spare.fileno()], [], [], 60)  # its hello is written: torch is loaded
+        dead = worker_pid(pool, "torch")
+        assert pool.call("torch", Call(api="xamt_testing.segfault")).status == "crash"
+        start = time.monotonic()
+        after = pool.call("torch", Call(api="torch.add", args=ADD.args))
+        took = time.monotonic() - start
+        assert after.status == "ok" and worker_pid(pool, "torch") == spare.proc.pid != dead
+        assert took < 1.0, f"the standby took {took:.2f} s to answer"
+        times = pool.times["torch"]
+        assert times.deaths == 1 and times.restarts == 1 and times.restart_seconds < 1.0
+        assert "torch" in pool._spares  # a new standby is loading
+
+
+def test_adaptive_deadline_ends_a_hang_long_before_the_pool_deadline(
+    pythons: dict[str, str],
+) -> None:
+    with WorkerPool({"numpy": pythons["numpy"]}, deadline=60, adaptive=True, testing=True) as pool:
+        pool.start()
+        quick = [Call(api="xamt_testing.sleep", args=(0.01,))] * (MIN_OBSERVED + 1)
+        start = time.monotonic()
+        outs = pool.batch("numpy", [*quick, Call(api="xamt_testing.sleep", args=(120,))])
+        assert [o.status for o in outs] == ["ok"] * len(quick) + ["hang"]
+        assert time.monotonic() - start < MIN_DEADLINE + 5
+        assert pool.times["numpy"].hangs == 1
+        assert MIN_DEADLINE <= pool.times["numpy"].hang_seconds < MIN_DEADLINE + 3
+
+
+def test_first_calls_of_an_input_signature_are_counted_apart(small_pool: WorkerPool) -> None:
+    before = small_pool.times["numpy"]
+    calls, first = before.calls, before.first_calls
+    ones = np.ones(7, np.float32)
+    small_pool.batch(
+        "numpy",
+        [
+            Call(api="numpy.sin", args=(ones,)),
+            Call(api="numpy.sin", args=(ones * 2,)),  # same signature: warm
+            Call(api="numpy.sin", args=(ones.astype(np.float64),)),  # another dtype: first
+        ],
+    )
+    after = small_pool.times["numpy"]
+    assert after.calls - calls == 3 and after.first_calls - first == 2
+
+
 @pytest.mark.parametrize(
     ("lib", "call"),
     [
@@ -175,7 +243,7 @@ def test_orchestrator_death_takes_its_workers_along(
 ) -> None:
     script = textwrap.dedent(f"""
         import signal, sys, time
-        from xamt.workers.pool import WorkerPool
+        from xamt.workers.pool import MIN_DEADLINE, MIN_OBSERVED, WorkerPool
         pool = WorkerPool({ {k: pythons[k] for k in ("numpy", "torch", "jax")}!r})
         pool.start()
         print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -16,16 +18,96 @@ from xamt.cli.common import (
     Variant,
     VariantOpt,
     handles_errors,
+    out,
+    safe,
     say,
     warn,
 )
 from xamt.workers.pool import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
+    from xamt.fuzz.campaign import Progress
     from xamt.fuzz.run import Schedule as ScheduleName
 
 # The campaign stopped before its budget was spent (Ctrl-C): --resume continues it.
 UNFINISHED_EXIT = 130
+# Progress lines of one phase (the campaign's batches, reproduction's chunks, minimization's
+# findings) are printed at most this often when stdout is not a terminal.
+LINE_EVERY = 5.0
+
+
+class Display:
+    """Progress of a fuzz run: on a terminal, a live bar for fuzzing (elapsed, remaining,
+    rate) and a status line for later phases; elsewhere, lines at most every
+    :data:`LINE_EVERY` seconds per phase (the first line of a phase at once)."""
+
+    def __init__(self, budget: str) -> None:
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        from xamt.fuzz.campaign import parse_budget
+
+        self.budget = parse_budget(budget)
+        self.live = out.is_terminal
+        self.phase = ""
+        self.last = 0.0
+        self.bar = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=out,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def campaign(self, progress: Progress) -> None:
+        from xamt.fuzz.run import campaign_line
+
+        if not self.live:
+            self.detail(campaign_line(progress))
+            return
+        total = self.budget.seconds or float(self.budget.cases or 1)
+        done = progress.seconds if self.budget.seconds else float(progress.cases)
+        text = safe(
+            f"fuzzing: {progress.cases} cases, {progress.rate:.0f}/s, "
+            f"{progress.signatures} signatures, {progress.suspected} suspected"
+        )
+        if self.task is None:
+            self.bar.start()
+            self.task = self.bar.add_task(text, total=total)
+        self.bar.update(self.task, completed=min(done, total), description=text)
+
+    def message(self, text: str) -> None:
+        """A line of progress: details (indented) throttled by phase, the rest printed."""
+        if self.task is not None:
+            self.bar.stop()
+            self.task = None
+        if text.startswith("  "):
+            self.detail(text)
+        else:
+            self.phase = ""
+            say(text)
+
+    def detail(self, text: str) -> None:
+        word = re.search(r"[a-z]+", text)
+        phase = word.group() if word else ""
+        now = time.monotonic()
+        if phase != self.phase or now - self.last >= LINE_EVERY:
+            self.phase, self.last = phase, now
+            say(text)
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
+            self.task = None
 
 
 def register(app: typer.Typer) -> None:
@@ -64,7 +146,7 @@ def fuzz(
     triage_budget: Annotated[
         float | None,
         typer.Option(
-            help="Seconds for minimizing findings (default: the fuzzing time, or "
+            help="Seconds for minimizing findings (default: what a time budget leaves, or "
             "120 for a budget in cases); past it findings keep their original case."
         ),
     ] = None,
@@ -80,7 +162,7 @@ def fuzz(
     Example: `xamt fuzz --libs numpy,torch,jax --group '^(add|sum)' --budget 5m --out run1`
     """
     from xamt.fuzz.output import summary_lines
-    from xamt.fuzz.run import FuzzConfig, run_fuzz
+    from xamt.fuzz.run import FuzzConfig, run_fuzz, time_lines
 
     config = FuzzConfig(
         budget=budget,
@@ -98,9 +180,20 @@ def fuzz(
         catalog=catalog,
         variant=variant.value,
     )
-    result = run_fuzz(config, on_progress=say, on_warning=warn)
+    display = Display(budget)
+    try:
+        result = run_fuzz(
+            config,
+            on_progress=display.message,
+            on_warning=warn,
+            on_campaign=display.campaign,
+        )
+    finally:
+        display.close()
     for line in summary_lines(result.document):
         say(line)
     say(f"wrote {result.findings_path}")
-    if not result.finished:
+    for line in time_lines(result):
+        say(line)
+    if result.interrupted:
         raise typer.Exit(UNFINISHED_EXIT)

@@ -31,21 +31,34 @@ from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis,
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
-from xamt.replay import Replay, Submitted, finding_of
+from xamt.replay import Replay, Replayed, Submitted, finding_of, judge_case, triggers_in
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_resumable
+from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
 from xamt.types import VALUE_CLASSES, Case
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import ProtocolError
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
+# Pacing under a time budget (see Campaign.run): at most MAX_PENDING batches in flight; a
+# library with more than PACE_SECONDS of queued work is left out of new cases; more batches
+# are drawn while a library has less than HUNGRY_SECONDS of work queued.
+MAX_PENDING = 12
+PACE_SECONDS = 1.5
+HUNGRY_SECONDS = 0.25
+PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
 CANDIDATES_PER_SIGNATURE = 2
 # Reward of a new root cause by severity: the schedule chases wrong results and dead
 # processes, not dtype policy.
 SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
 # The share of its divergence a case earns when every disagreement it shows is policy.
 POLICY_DIVERGENCE = 0.2
+# A library whose worker died, hung or hit the memory cap this often on one API, input dtype
+# and set of input classes is not called again on cases holding those classes: its finding is
+# recorded, and each further call would only cost a deadline and a restart.
+FATAL_REPEATS = 2
+FATAL_FAMILIES = ("crash", "hang", "resource")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +136,7 @@ class CampaignConfig:
     libraries: tuple[str, ...]
     schedule: str = "variance"
     batch: int = BATCH
+    pace: bool = True  # under a time budget, let each library go at its own rate
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -153,6 +167,15 @@ class _Batch:
     picks: list[Pick]
     cases: list[Case]
     submitted: Submitted
+    saved: dict[str, Any] | None = None  # as committed with the state, made once
+
+    def jsonable(self) -> dict[str, Any]:
+        if self.saved is None:
+            self.saved = {
+                "picks": [[list(p.arm), p.parent] for p in self.picks],
+                "cases": [case_to_jsonable(c) for c in self.cases],
+            }
+        return self.saved
 
 
 @dataclass
@@ -166,6 +189,12 @@ class _State:
     # group -> library -> dtype -> "ok" | "refused"
     support: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     suspected: set[str] = field(default_factory=set)  # signatures classified suspected-bug
+    # group -> [library, api, dtype, sorted trigger classes, times seen] of dead workers
+    fatal: dict[str, list[list[Any]]] = field(default_factory=dict)
+    skipped: Counter[str] = field(default_factory=Counter)  # calls not made, by library
+    paced: Counter[str] = field(default_factory=Counter)  # calls left out while saturated
+    phases: Phases = field(default_factory=Phases)  # the orchestrator's own time
+    libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
 
 
 class Campaign:
@@ -183,6 +212,7 @@ class Campaign:
             raise UsageError("no group to fuzz: check --group, --libs and --shard")
         self.config = config
         self.groups = {g.id: g for g in groups}
+        self.libraries = {m.library for g in groups for m in g.members}
         self.replay = Replay(pool, self.groups)
         self.known = list(known) if known is not None else load_known()
         self.pool = pool
@@ -264,6 +294,11 @@ class Campaign:
                 seconds=float(state["seconds"]),
                 support=dict(state.get("support", {})),
                 suspected=set(state.get("suspected", [])),
+                fatal={g: [list(k) for k in keys] for g, keys in state.get("fatal", {}).items()},
+                skipped=Counter(state.get("skipped", {})),
+                paced=Counter(state.get("paced", {})),
+                phases=Phases.from_dict(state.get("phases", {})),
+                libraries=libraries_from_dict(state.get("libraries", {})),
             )
             self._resumed = [
                 (
@@ -274,12 +309,21 @@ class Campaign:
             ]
         return True
 
+    def stop_at(self, when: float) -> None:
+        """Stop drawing at ``when`` (a :func:`time.monotonic` time) even if the time budget
+        is not spent: the fuzzing share of a run whose start-up took part of it."""
+        self._stop_at = when
+
+    _stop_at: float | None = None
+
     def exhausted(self) -> bool:
         """Whether the budget is spent (``state.seconds`` counts fuzzing time up to the last
         committed batch, across resumes)."""
         budget = self.config.budget
         if budget.cases is not None:
             return self.state.seq >= budget.cases
+        if self._stop_at is not None and time.monotonic() >= self._stop_at:
+            return not self._pending
         return self.state.seconds >= (budget.seconds or 0.0)
 
     def run(self, report: Callable[[Progress], None] = lambda _p: None) -> Progress:
@@ -290,25 +334,65 @@ class Campaign:
         The schedule therefore learns from batch k after batch k+1 was drawn. Batches drawn but
         not yet compared are part of every commit, so a resumed campaign runs them first and
         repeats the uninterrupted campaign exactly.
+
+        Note:
+            Under a time budget the campaign is *paced* (:attr:`CampaignConfig.pace`): it draws
+            ahead (up to ``MAX_PENDING`` batches) while a library runs out of work, and leaves
+            a library whose queue holds more than ``PACE_SECONDS`` of work out of new cases, so
+            that the slowest library (jax compiling each new shape) sets its own rate, not the
+            campaign's. Which libraries a case includes then depends on timing; a budget in
+            cases keeps every library in every case, and repeats exactly.
         """
         started = time.monotonic()
         seconds_before = self.state.seconds
+        paced = self.paced
+
+        def drawn_out() -> bool:
+            return self._drawn_out(seconds_before + time.monotonic() - started)
+
         try:
             for picks, cases in self._resumed:
                 self._pending.append(self._submit(picks, cases))
             self._resumed = []
             while True:
-                while len(self._pending) < LOOKAHEAD and not self._drawn_out(
-                    seconds_before + time.monotonic() - started
+                while not drawn_out() and (
+                    len(self._pending) < LOOKAHEAD
+                    or (paced and len(self._pending) < MAX_PENDING and self._hungry())
                 ):
-                    self._pending.append(self._draw())
+                    with self.state.phases.timed("draw"):
+                        self._pending.append(self._draw())
                 if not self._pending:
                     break
+                head = self._pending[0]
+                if (
+                    paced
+                    and not self.pool.done(head.submitted.ticket)
+                    and len(self._pending) < MAX_PENDING
+                    and not drawn_out()
+                ):
+                    with self.state.phases.timed("wait"):
+                        self.pool.advance(PACE_POLL)
+                    continue
                 self._process(self._pending.popleft(), started, seconds_before)
                 report(self.progress())
         except KeyboardInterrupt:
             pass
         return self.progress()
+
+    @property
+    def paced(self) -> bool:
+        return self.config.pace and self.config.budget.seconds is not None
+
+    def _hungry(self) -> bool:
+        """Whether a library that is not saturated is about to run out of work."""
+        backlog = self.pool.backlog()
+        return any(b < HUNGRY_SECONDS for lib, b in backlog.items() if lib in self.libraries)
+
+    def _saturated(self) -> set[str]:
+        """Libraries with more queued work than ``PACE_SECONDS`` (none when not paced)."""
+        if not self.paced:
+            return set()
+        return {lib for lib, b in self.pool.backlog().items() if b > PACE_SECONDS}
 
     def _drawn(self) -> int:
         """Cases drawn so far: compared ones and those still in flight."""
@@ -319,6 +403,8 @@ class Campaign:
         budget = self.config.budget
         if budget.cases is not None:
             return self._drawn() >= budget.cases
+        if self._stop_at is not None and time.monotonic() >= self._stop_at:
+            return True
         return seconds >= (budget.seconds or 0.0)
 
     def _draw(self) -> _Batch:
@@ -326,7 +412,21 @@ class Campaign:
         if self.config.budget.cases is not None:
             size = min(size, self.config.budget.cases - self._drawn())
         picks = [self.schedule.pick(self.rng) for _ in range(size)]
-        return self._submit(picks, [self._case(p) for p in picks])
+        saturated = self._saturated()
+        return self._submit(picks, [self._paced(self._case(p), saturated) for p in picks])
+
+    def _paced(self, case: Case, saturated: set[str]) -> Case:
+        """The case without the saturated libraries (two libraries stay, the least busy)."""
+        left_out = saturated & set(case.apis)
+        if not left_out:
+            return case
+        if len(case.apis) - len(left_out) < 2:
+            backlog = self.pool.backlog()
+            keep = sorted(left_out, key=lambda lib: backlog.get(lib, 0.0))
+            left_out -= set(keep[: 2 - (len(case.apis) - len(left_out))])
+        self.state.paced.update(left_out)
+        apis = {lib: api for lib, api in case.apis.items() if lib not in left_out}
+        return dataclasses.replace(case, apis=apis)
 
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
         return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
@@ -349,13 +449,65 @@ class Campaign:
         seed = int(self.rng.integers(0, 2**31))
         if pick.parent is not None:
             parent = case_from_jsonable(self.schedule.corpus_case(pick.parent))
-            return fit_apis(mutate(parent, group, self.rng), group)
+            return self._without_fatal(fit_apis(mutate(parent, group, self.rng), group))
         apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
-        return fit_apis(draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed), group)
+        case = draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
+        return self._without_fatal(fit_apis(case, group))
+
+    def _without_fatal(self, case: Case) -> Case:
+        """The case without the libraries known to die on it (see :data:`FATAL_REPEATS`)."""
+        keys = self.state.fatal.get(case.group)
+        if not keys:
+            return case
+        tags = input_classes(case, self.groups[case.group])
+        held = set(triggers_in(tags))
+        drop = {
+            lib
+            for lib, api, dtype, triggers, seen in keys
+            if seen >= FATAL_REPEATS
+            and case.apis.get(lib) == api
+            and case.dtype == dtype
+            and set(triggers) <= held
+        }
+        if not drop or len(case.apis) - len(drop) < 2:
+            return case
+        self.state.skipped.update(drop)
+        apis = {lib: api for lib, api in case.apis.items() if lib not in drop}
+        return dataclasses.replace(case, apis=apis)
+
+    def _note_fatal(self, case: Case, lib: str, tags: Sequence[str]) -> None:
+        triggers = sorted(triggers_in(tags))
+        keys = self.state.fatal.setdefault(case.group, [])
+        for key in keys:
+            if key[:4] == [lib, case.apis[lib], case.dtype, triggers]:
+                key[4] += 1
+                return
+        keys.append([lib, case.apis[lib], case.dtype, triggers, 1])
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
-        replayed = batch.submitted.collect()
+        with self.state.phases.timed("wait"):
+            outcomes, references = batch.submitted.outcomes()
+        with self.state.phases.timed("judge"):
+            replayed = [
+                judge_case(c, self.groups[c.group], o, r)
+                for c, o, r in zip(cases, outcomes, references, strict=True)
+            ]
+            case_records, candidates = self._account(picks, cases, replayed)
+        self.state.seconds = seconds_before + time.monotonic() - started
+        with self.state.phases.timed("commit"):
+            self.store.commit_batch(
+                self.campaign_id,
+                cases=case_records,
+                candidates=candidates,
+                state=self._saved_state(),
+                next_seq=self.state.seq,
+            )
+
+    def _account(
+        self, picks: list[Pick], cases: list[Case], replayed: list[Replayed]
+    ) -> tuple[list[CaseRecord], list[CandidateRecord]]:
+        """Book one batch's judged cases: support, signatures, candidates, the schedule."""
         case_records, candidates = [], []
         for pick, case, run in zip(picks, cases, replayed, strict=True):
             seq = self.state.seq
@@ -405,7 +557,11 @@ class Campaign:
             )
             # Cases that show a suspected bug may be mutated further, unless a worker died or
             # hung on them: mutating those costs restarts and deadlines for little new.
-            fatal = any(s.blame.family in ("crash", "hang", "resource") for s in run.signed)
+            fatal = False
+            for lib, outcome in run.outcomes.items():
+                if outcome.status in FATAL_FAMILIES:
+                    fatal = True
+                    self._note_fatal(case, lib, run.tags)
             keep = suspected and score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
@@ -420,14 +576,11 @@ class Campaign:
             )
             self.state.seq += 1
             self._last_group = case.group
-        self.state.seconds = seconds_before + time.monotonic() - started
-        self.store.commit_batch(
-            self.campaign_id,
-            cases=case_records,
-            candidates=candidates,
-            state=self._saved_state(),
-            next_seq=self.state.seq,
-        )
+        return case_records, candidates
+
+    def library_times(self) -> dict[str, LibraryTime]:
+        """Each library's time over the whole campaign (earlier runs of it included)."""
+        return merge_libraries(self.state.libraries, self.pool.times)
 
     def _saved_state(self) -> dict[str, Any]:
         return {
@@ -438,13 +591,12 @@ class Campaign:
             "seconds": self.state.seconds,
             "support": self.state.support,
             "suspected": sorted(self.state.suspected),
-            "pending": [
-                {
-                    "picks": [[list(p.arm), p.parent] for p in b.picks],
-                    "cases": [case_to_jsonable(c) for c in b.cases],
-                }
-                for b in self._pending
-            ],
+            "fatal": self.state.fatal,
+            "skipped": dict(self.state.skipped),
+            "paced": dict(self.state.paced),
+            "phases": self.state.phases.as_dict(),
+            "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
+            "pending": [b.jsonable() for b in self._pending],
         }
 
 

@@ -1,15 +1,22 @@
 """Independent reproduction: candidates re-run in freshly started workers, several times.
 
-One representative case per signature runs ``runs`` times, each time in a new pool (fresh
-processes). A candidate whose signature shows up every time is *reproduced* and becomes a
-finding, with as many occurrences as the campaign met its signature; some of the time,
-*flaky*; never, *not reproduced*. Other candidates of the same signature take the
-representative's verdict. Verdicts are committed as they come, so a run killed during
-reproduction continues where it stopped.
+One representative case per signature runs ``runs`` times, each run in a new pool (fresh
+processes, started once per run and fed the cases in chunks; the next run's pool loads while
+the current one works). A candidate whose signature shows
+up every time is *reproduced* and becomes a finding, with as many occurrences as the campaign
+met its signature; some of the time, *flaky*; never, *not reproduced*. Other candidates of the
+same signature take the representative's verdict.
+
+Suspected bugs go first, most severe first. After each chunk the runs done (and, on a last
+run, the verdicts) are committed, so a run killed during reproduction continues where it
+stopped: no verdict lost, none given twice. When ``until`` comes (a time budget), candidates
+that ran at least once get the verdict of the runs they had (``reproduced 1/1``); the others
+stay pending for ``--resume``.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,9 +27,14 @@ from xamt.findings import Finding, FindingsError, decode_case, from_json, to_jso
 from xamt.paths import check_signature
 from xamt.replay import Replay
 from xamt.store import CandidateRow, Store, StoreError
-from xamt.workers.pool import WorkerPool
+from xamt.workers.pool import WorkerPool, available_memory
 
 RUNS = 3
+
+
+CHUNK = 32  # cases per request to each pool, and per commit
+# Memory one pool of fresh workers may take (seven libraries loaded, a few calls made).
+POOL_BYTES = 3 << 30
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +42,8 @@ class ReproSummary:
     reproduced: int = 0
     flaky: int = 0
     not_reproduced: int = 0
+    pending: int = 0  # signatures left without a verdict (``until`` came): --resume continues
+    seconds: float = 0.0
 
 
 def reproduce(
@@ -41,9 +55,17 @@ def reproduce(
     runs: int = RUNS,
     deadline: float = 10.0,
     memory_cap: int | None = None,
+    until: float | None = None,
+    first: WorkerPool | None = None,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> ReproSummary:
-    """Reproduce the campaign's pending candidates; record verdicts and findings."""
+    """Reproduce the campaign's pending candidates; record verdicts and findings.
+
+    ``until`` (a :func:`time.monotonic` time) stops between chunks (the first chunk always
+    runs); what is left stays pending, with the runs it had. ``first``: a started pool of
+    fresh workers for the first run (a campaign's standby workers), left open.
+    """
+    started = time.monotonic()
     pending = [c for c in store.pending_candidates(campaign) if c.group in groups]
     if not pending:
         return ReproSummary()
@@ -53,45 +75,124 @@ def reproduce(
         check_signature(cand.signature, f"{store.path}: candidate {cand.id}", StoreError)
         by_sig[cand.signature].append(cand)
     reps = [cands[0] for cands in by_sig.values()]
-    recorded = [_finding(store, c) for c in reps]
-    cases = [
-        decode_case(f.case, f"{store.path}: candidate {c.id}: case", StoreError)
-        for f, c in zip(recorded, reps, strict=True)
-    ]
+    recorded = {c.id: _finding(store, c) for c in reps}
+    reps.sort(key=lambda c: recorded[c.id].rank())
+    cases = {
+        c.id: decode_case(recorded[c.id].case, f"{store.path}: candidate {c.id}: case", StoreError)
+        for c in reps
+    }
     seen = store.campaign_state(campaign).get("seen", {})
-    libs = sorted({lib for c in cases for lib in c.apis})
-    hits: Counter[int] = Counter()
-    for run in range(runs):
-        progress(f"reproducing {len(reps)} signatures: run {run + 1}/{runs} in fresh workers")
-        kwargs: dict[str, Any] = {"deadline": deadline}
-        if memory_cap is not None:
-            kwargs["memory_cap"] = memory_cap
-        with WorkerPool({lib: pythons[lib] for lib in libs}, **kwargs) as pool:
-            pool.start()
-            replayed = Replay(pool, groups).run(cases)
-        for cand, result in zip(reps, replayed, strict=True):
-            if cand.signature in result.signatures():
-                hits[cand.id] += 1
+    done = {c.id: min(c.runs, runs) for c in reps}
+    hits = {c.id: min(c.reproduced, done[c.id]) for c in reps}
     summary: Counter[str] = Counter()
-    for rep, found in zip(reps, recorded, strict=True):
-        k = hits[rep.id]
-        status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
-        summary[status] += 1
-        finding = None
-        if status == "reproduced":
-            finding = to_json(found.replace(reproduced=k, runs=runs))
-        occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
-        # the verdict and the finding in one transaction: a kill between them cannot count twice
-        store.set_candidate_status(
-            rep.id, status, k, runs, finding=finding, occurrences=max(occurrences, 1)
-        )
-        for cand in by_sig[rep.signature][1:]:
-            store.set_candidate_status(cand.id, status, k, runs)
+    kwargs: dict[str, Any] = {"deadline": deadline}
+    if memory_cap is not None:
+        kwargs["memory_cap"] = memory_cap
+    for cand in reps:  # verdicts of candidates whose runs were all done before
+        if done[cand.id] >= runs:
+            summary[_verdict(store, cand, recorded[cand.id], by_sig, hits, runs, seen)] += 1
+    total = sum(runs - d for d in done.values())
+    ran = 0
+
+    def out_of_time() -> bool:
+        return until is not None and time.monotonic() >= until and ran > 0
+
+    def new_pool(libs: list[str]) -> WorkerPool:
+        pool = WorkerPool({lib: pythons[lib] for lib in libs}, **kwargs)
+        for worker in pool.workers.values():  # launched now, awaited when its run begins
+            worker.start()
+        return pool
+
+    libs = sorted({lib for c in reps for lib in cases[c.id].apis})
+    fresh = first if first is not None and set(libs) <= set(first.workers) else None
+    upcoming: WorkerPool | None = None
+    try:
+        for run in range(runs):
+            todo = [c for c in reps if done[c.id] == run]
+            if not todo:
+                continue
+            if out_of_time():
+                break
+            if run == 0 and fresh is not None:
+                pool, owned = fresh, False
+            else:
+                pool, owned = upcoming or new_pool(libs), True
+                upcoming = None
+            if run + 1 < runs and available_memory() >= 2 * POOL_BYTES:
+                upcoming = new_pool(libs)  # the next run's fresh workers load meanwhile
+            try:
+                pool.start()
+                replay = Replay(pool, groups)
+                for i in range(0, len(todo), CHUNK):
+                    if out_of_time():
+                        break
+                    chunk = todo[i : i + CHUNK]
+                    for cand, result in zip(
+                        chunk, replay.run([cases[c.id] for c in chunk]), strict=True
+                    ):
+                        hits[cand.id] += cand.signature in result.signatures()
+                        done[cand.id] += 1
+                    ran += len(chunk)
+                    if run + 1 < runs:
+                        store.record_runs([(c.id, hits[c.id], done[c.id]) for c in chunk])
+                    else:
+                        for cand in chunk:
+                            found = recorded[cand.id]
+                            summary[_verdict(store, cand, found, by_sig, hits, runs, seen)] += 1
+                    progress(_line(run, runs, ran, total, time.monotonic() - started))
+            finally:
+                if owned:
+                    pool.close()
+    finally:
+        if upcoming is not None:
+            upcoming.close()
+    if until is not None:
+        # the time ran out: candidates run at least once get the verdict of the runs done
+        for cand in reps:
+            if 0 < done[cand.id] < runs:
+                found = recorded[cand.id]
+                verdict = _verdict(store, cand, found, by_sig, hits, done[cand.id], seen)
+                summary[verdict] += 1
+    left = sum(1 for c in reps if done[c.id] < runs and (until is None or done[c.id] == 0))
     return ReproSummary(
         reproduced=summary["reproduced"],
         flaky=summary["flaky"],
         not_reproduced=summary["not-reproduced"],
+        pending=left,
+        seconds=time.monotonic() - started,
     )
+
+
+def _line(run: int, runs: int, ran: int, total: int, seconds: float) -> str:
+    rate = ran / seconds if seconds > 0 else 0.0
+    left = f", about {(total - ran) / rate:.0f} s left" if rate > 0 else ""
+    return (
+        f"reproducing in fresh workers (run {run + 1}/{runs}): {ran}/{total} case runs, "
+        f"{rate:.0f}/s{left}"
+    )
+
+
+def _verdict(
+    store: Store,
+    rep: CandidateRow,
+    found: Finding,
+    by_sig: Mapping[str, list[CandidateRow]],
+    hits: Mapping[int, int],
+    runs: int,
+    seen: Any,
+) -> str:
+    """Commit the verdict of a representative (and its signature's other candidates)."""
+    k = hits[rep.id]
+    status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
+    finding = to_json(found.replace(reproduced=k, runs=runs)) if status == "reproduced" else None
+    occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
+    # the verdict and the finding in one transaction: a kill between them cannot count twice
+    store.set_candidate_status(
+        rep.id, status, k, runs, finding=finding, occurrences=max(occurrences, 1)
+    )
+    for cand in by_sig[rep.signature][1:]:
+        store.set_candidate_status(cand.id, status, k, runs)
+    return status
 
 
 def _finding(store: Store, cand: CandidateRow) -> Finding:

@@ -7,7 +7,9 @@ user can cause are :class:`~xamt.errors.XamtError` subclasses, raised before any
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,12 +20,62 @@ from xamt.errors import UsageError
 from xamt.findings import Document
 from xamt.fuzz.campaign import Budget, Progress
 from xamt.libraries import check_library, library_names
+from xamt.timing import LibraryTime, Phases, table_lines
 from xamt.workers.pool import DEFAULT_DEADLINE
 
 Schedule = Literal["variance", "uniform"]
 SCHEDULES: tuple[Schedule, ...] = ("variance", "uniform")
 # Seconds of minimization when the budget is a number of cases and no triage budget is given.
 DEFAULT_TRIAGE_SECONDS = 120.0
+# A time budget bounds the whole run (see :func:`plan`): the share spent fuzzing, and the
+# shares of the budget (from the start) at which reproduction and minimization stop; writing
+# takes the rest.
+FUZZ_SHARE = 0.4
+REPRODUCE_UNTIL = 0.72
+TRIAGE_UNTIL = 0.82
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """How a run spends its budget: fuzzing budget, and the monotonic times at which
+    reproduction and minimization stop (None: no limit)."""
+
+    fuzz: Budget
+    fuzz_until: float | None  # fuzzing stops then, whatever its own budget says
+    reproduce_until: float | None
+    triage_seconds: float | None  # minimization time after reproduction (None: no limit)
+    triage_until: float | None
+
+    def describe(self, total: Budget) -> str:
+        if total.seconds is None:
+            return f"budget {total}: fuzzing {self.fuzz}, then reproduction and triage"
+        t = total.seconds
+        return (
+            f"budget {t:g} s for the whole run: start-up and fuzzing until "
+            f"{FUZZ_SHARE * t:.0f} s, reproduction until {REPRODUCE_UNTIL * t:.0f} s, "
+            f"minimization until {TRIAGE_UNTIL * t:.0f} s, then writing"
+        )
+
+
+def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
+    """Split ``total``: a number of cases is fuzzed whole and reproduced whole, then minimized
+    for ``triage_budget`` (default :data:`DEFAULT_TRIAGE_SECONDS`); a time bounds everything."""
+    if total.seconds is None:
+        return Plan(
+            fuzz=total,
+            fuzz_until=None,
+            reproduce_until=None,
+            triage_seconds=triage_budget if triage_budget is not None else DEFAULT_TRIAGE_SECONDS,
+            triage_until=None,
+        )
+    t = total.seconds
+    return Plan(
+        fuzz=Budget(seconds=FUZZ_SHARE * t),
+        fuzz_until=started + FUZZ_SHARE * t,
+        reproduce_until=started + REPRODUCE_UNTIL * t,
+        triage_seconds=triage_budget,
+        triage_until=started + TRIAGE_UNTIL * t,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,8 +106,9 @@ class FuzzConfig:
 class FuzzResult:
     """What a fuzz run left behind.
 
-    ``finished``: the budget was spent and nothing was interrupted (the campaign is recorded as
-    finished); otherwise ``--resume`` continues it.
+    ``finished``: the budget was spent, nothing was interrupted and every candidate has its
+    verdict (the campaign is recorded as finished); otherwise ``--resume`` continues it.
+    ``interrupted``: Ctrl-C stopped it.
     """
 
     campaign_id: int
@@ -65,6 +118,9 @@ class FuzzResult:
     seconds: float
     finished: bool
     interrupted: bool
+    phases: Phases  # wall seconds of startup, fuzz, reproduce, triage, write
+    libraries: dict[str, LibraryTime]  # each library's time while fuzzing
+    pending: int = 0  # signatures left to reproduce (the budget ran out): --resume continues
 
 
 def _ignore(_message: str) -> None:
@@ -75,6 +131,17 @@ def campaign_line(p: Progress) -> str:
     """The one-line report of the campaign loop after a batch."""
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(p.candidates.items())) or "none"
     return f"  {p.cases} cases, {p.rate:.0f}/s; new signatures by kind: {kinds}; at {p.group}"
+
+
+def time_lines(result: FuzzResult) -> list[str]:
+    """Where the run's wall time went: by phase, then by library while fuzzing."""
+    wall = sum(result.phases.seconds.values())
+    parts = ", ".join(f"{name} {s:.0f} s" for name, s in result.phases.seconds.items())
+    rate = result.cases / result.seconds if result.seconds else 0.0
+    lines = [f"time: {wall:.0f} s in all ({parts}); fuzzing ran {rate:.0f} cases/s"]
+    fuzz = result.phases.seconds.get("fuzz", 0.0)
+    lines += ["  " + line for line in table_lines(result.libraries, fuzz)]
+    return lines
 
 
 def run_fuzz(
@@ -108,6 +175,7 @@ def run_fuzz(
     from xamt.triage.pipeline import triage
     from xamt.workers.pool import WorkerPool
 
+    started = time.monotonic()
     known = load_known(config.known_differences or DEFAULT_PATH)
     spent: Budget = parse_budget(config.budget)
     shard_spec = parse_shard(config.shard)
@@ -135,54 +203,83 @@ def run_fuzz(
     check_store(config.out_dir / "xamt.sqlite", name, resume=config.resume)
     folder = writable_folder(config.out_dir, "choose another with --out")
     pythons = {lib: envs.interpreter(lib, config.variant) for lib in chosen}
+    steps = plan(spent, started, config.triage_budget)
     campaign_config = CampaignConfig(
         name=name,
         seed=config.seed,
-        budget=spent,
+        budget=steps.fuzz,
         libraries=tuple(chosen),
         schedule=config.schedule,
     )
     report = on_campaign or (lambda p: on_progress(campaign_line(p)))
-    with Store(folder / "xamt.sqlite") as store:
-        with WorkerPool(pythons, deadline=config.deadline) as pool:
-            on_progress(f"starting {len(chosen)} workers; {len(groups)} groups; budget {spent}")
+    phases = Phases()
+    pending = 0
+    with Store(folder / "xamt.sqlite") as store, ExitStack() as stack:
+        # a time budget: each library at its own pace, per-API deadlines, standby workers
+        timed = spent.seconds is not None
+        with WorkerPool(pythons, deadline=config.deadline, adaptive=timed, standby=timed) as pool:
+            on_progress(f"starting {len(chosen)} workers; {len(groups)} groups")
+            on_progress(steps.describe(spent))
             versions = {lib: h.version for lib, h in pool.start().items()}
             campaign = Campaign(campaign_config, groups, pool, store, known)
             if campaign.open(config.resume):
                 on_progress(
                     f"resuming campaign {campaign.campaign_id} at case {campaign.state.seq}"
                 )
-            progress = campaign.run(report)
+            phases.add("startup", time.monotonic() - started)
+            if steps.fuzz_until is not None:  # the startup came out of the fuzzing time
+                campaign.stop_at(steps.fuzz_until)
+            with phases.timed("fuzz"):
+                progress = campaign.run(report)
+            libraries = campaign.library_times()
+            # the standby workers never ran a call: the first reproduction run's fresh pool,
+            # then triage's (no start-up to wait for)
+            fresh = pool.detach_standby()
+            if fresh is not None:
+                stack.enter_context(fresh)
         group_map = {g.id: g for g in groups}
-        interrupted = False
+        interrupted = not campaign.exhausted()  # Ctrl-C while fuzzing (the loop stopped)
         try:
-            repro = reproduce(
-                store,
-                campaign.campaign_id,
-                pythons,
-                group_map,
-                runs=config.reproduce_runs,
-                deadline=config.deadline,
-                progress=lambda m: on_progress(f"  {m}"),
-            )
+            with phases.timed("reproduce"):
+                repro = reproduce(
+                    store,
+                    campaign.campaign_id,
+                    pythons,
+                    group_map,
+                    runs=config.reproduce_runs,
+                    deadline=config.deadline,
+                    until=steps.reproduce_until,
+                    first=fresh,
+                    progress=lambda m: on_progress(f"  {m}"),
+                )
+            pending = repro.pending
             on_progress(
                 f"reproduced {repro.reproduced}, flaky {repro.flaky}, "
-                f"not reproduced {repro.not_reproduced}"
+                f"not reproduced {repro.not_reproduced} in {repro.seconds:.0f} s"
+                + (f"; {pending} left for --resume (budget spent)" if pending else "")
             )
-            with WorkerPool(pythons, deadline=config.deadline) as pool:
-                pool.start()
+            with phases.timed("triage"):
+                if fresh is None:
+                    fresh = stack.enter_context(WorkerPool(pythons, deadline=config.deadline))
+                fresh.start()
+                limits = [
+                    x
+                    for x in (
+                        steps.triage_seconds,
+                        steps.triage_until - time.monotonic() if steps.triage_until else None,
+                    )
+                    if x is not None
+                ]
                 summary = triage(
                     store,
                     campaign.campaign_id,
-                    pool,
+                    fresh,
                     group_map,
                     out_dir=folder,
                     known=known,
                     versions=versions,
                     progress=lambda m: on_progress(f"  {m}"),
-                    max_seconds=config.triage_budget
-                    if config.triage_budget is not None
-                    else (spent.seconds or DEFAULT_TRIAGE_SECONDS),
+                    max_seconds=max(0.0, min(limits)) if limits else None,
                 )
             on_progress(
                 f"triaged {summary.findings} findings: {summary.documented} documented "
@@ -193,6 +290,7 @@ def run_fuzz(
             on_warning(
                 "interrupted: what was not reproduced or triaged stays pending (use --resume)"
             )
+        write_started = time.monotonic()
         info = {
             "name": campaign_config.name,
             "seed": config.seed,
@@ -201,13 +299,19 @@ def run_fuzz(
             "shard": config.shard,
             "cases": progress.cases,
             "seconds": round(progress.seconds, 1),
+            "wall_seconds": round(time.monotonic() - started, 1),
+            "time": {
+                "phases": phases.as_dict(),
+                "libraries": {lib: t.as_dict() for lib, t in libraries.items()},
+            },
         }
         document = findings_document(
             store, campaign.campaign_id, libraries=versions, campaign_info=info
         )
         findings_path = folder / "findings.json"
         write_findings(findings_path, document)
-        done = campaign.exhausted() and not interrupted
+        done = not interrupted and not pending
+        phases.add("write", time.monotonic() - write_started)
         if done:
             store.finish_campaign(campaign.campaign_id, summary=info)
     return FuzzResult(
@@ -218,4 +322,7 @@ def run_fuzz(
         seconds=progress.seconds,
         finished=done,
         interrupted=interrupted,
+        phases=phases,
+        libraries=libraries,
+        pending=pending,
     )

@@ -106,15 +106,27 @@ class VarianceSchedule:
         for g, d, v in self.arms:
             self.tree[g][d].append(v)
         self.groups = sorted(self.tree)
+        self.index = {g: i for i, g in enumerate(self.groups)}
         self._count_fresh()
 
     def _count_fresh(self) -> None:
-        """Per group, how many of its arms were never picked; and the groups never picked."""
+        """Per group, how many of its arms were never picked; and the groups never picked (in
+        group order). Group weights are recomputed at the next pick."""
         self.fresh = {
             g: sum(self._tries(f"/{g}/{d}/{v}") == 0 for d, vs in self.tree[g].items() for v in vs)
             for g in self.groups
         }
-        self.unpicked = {g for g in self.groups if self._tries(f"/{g}") == 0}
+        self.unpicked = [g for g in self.groups if self._tries(f"/{g}") == 0]
+        self._weights: np.ndarray | None = None
+
+    def _weight(self, group: str) -> float:
+        """A group's weight once every group was tried: recent reward times fresh arms."""
+        stat = self.stats[f"/{group}"]
+        return (stat.total / stat.n + REWARD_FLOOR) * (self.fresh[group] + FRESH_FLOOR)
+
+    def _reweigh(self, group: str) -> None:
+        if self._weights is not None:
+            self._weights[self.index[group]] = self._weight(group)
 
     def _group(self, rng: np.random.Generator) -> str:
         """Untried groups first; then groups drawn by recent reward times arms never tried.
@@ -122,15 +134,13 @@ class VarianceSchedule:
         A discrepancy signature names the dtype and input class, so an arm not tried yet in a
         group that keeps finding new signatures is where new ones are likeliest.
         """
-        if not self.explored or self.unpicked:
+        if self.unpicked:  # the groups never picked, in order: what _ucb would pick among
+            return self.unpicked[int(rng.integers(0, len(self.unpicked)))]
+        if not self.explored:
             return self._ucb(self.groups, "", rng)
-        weights = np.array(
-            [
-                (self.stats[f"/{g}"].total / self.stats[f"/{g}"].n + REWARD_FLOOR)
-                * (self.fresh[g] + FRESH_FLOOR)
-                for g in self.groups
-            ]
-        )
+        if self._weights is None:
+            self._weights = np.array([self._weight(g) for g in self.groups])
+        weights = self._weights
         return self.groups[int(rng.choice(len(self.groups), p=weights / weights.sum()))]
 
     def _ucb(
@@ -199,7 +209,9 @@ class VarianceSchedule:
             pick = Pick((group, dtype, vclass))
         if self._tries(_arm_keys(pick.arm)[2]) == 0:
             self.fresh[pick.arm[0]] -= 1
-        self.unpicked.discard(pick.arm[0])
+            self._reweigh(pick.arm[0])
+        if self._tries(_arm_keys(pick.arm)[0]) == 0:
+            self.unpicked.remove(pick.arm[0])
         for key in _arm_keys(pick.arm):  # campaigns pipeline: updates come batches later
             self.inflight[key] = self.inflight.get(key, 0) + 1
         return pick
@@ -225,6 +237,7 @@ class VarianceSchedule:
             f"*class/{vclass}",
         ):
             self.stats[key].add(reward, GROUP_DECAY if key == f"/{group}" else 1.0)
+        self._reweigh(group)
         counts = self.novelty["mutation" if pick.parent is not None else "fresh"]
         counts[0] += 1
         counts[1] += int(novel)

@@ -56,6 +56,7 @@ from xamt.findings import (
 )
 from xamt.paths import inside
 from xamt.serialize import from_jsonable
+from xamt.timing import BREAKDOWN_COLUMNS, Phases, breakdown_rows, libraries_from_dict
 from xamt.triage.repro import ValueCode
 from xamt.workers.protocol import BFloat16, DType
 
@@ -1066,6 +1067,26 @@ def summary_view(
         "classifications": list(CLASSIFICATIONS),
         "class_totals": class_totals,
         "counts": counts,
+        "time": time_view(camp.get("time")),
+    }
+
+
+def time_view(data: Any) -> dict[str, Any] | None:
+    """Where the run's wall time went (findings.json ``campaign.time``): phases, and each
+    library's table while fuzzing; None when the file has no such record."""
+    if not isinstance(data, Mapping):
+        return None
+    phases = Phases.from_dict(
+        data.get("phases", {}) if isinstance(data.get("phases"), Mapping) else {}
+    )
+    libraries = data.get("libraries")
+    times = libraries_from_dict(libraries if isinstance(libraries, Mapping) else {})
+    fuzz = phases.seconds.get("fuzz", 0.0)
+    return {
+        "phases": [(name, f"{s:.0f}") for name, s in phases.seconds.items()],
+        "total": f"{sum(phases.seconds.values()):.0f}",
+        "columns": list(BREAKDOWN_COLUMNS),
+        "rows": [list(r) for r in breakdown_rows(times, fuzz)],
     }
 
 

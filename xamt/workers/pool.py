@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from xamt import memory
+from xamt.envs import xamt_home
 from xamt.errors import WorkerError
+from xamt.timing import LibraryTime
 from xamt.types import Call, ErrorInfo, Outcome
 from xamt.workers import protocol
 from xamt.workers.protocol import RESOURCE_PATTERNS
@@ -35,6 +37,21 @@ SERVER = Path(__file__).with_name("server.py")
 DEFAULT_DEADLINE = 10.0
 DEFAULT_STARTUP_TIMEOUT = 180.0
 DEFAULT_MEMORY_CAP = 4 << 30
+# Adaptive deadlines (campaigns): once an API has answered MIN_OBSERVED calls, a call may take
+# DEADLINE_SLACK times the slowest of them (first, compiling calls included); an API seen less
+# often gets DEADLINE_SLACK times its library's LIBRARY_QUANTILE call time (once the library
+# has answered MIN_LIBRARY_CALLS); always at least MIN_DEADLINE seconds and at most the pool's
+# deadline. A hang found this way is reproduced in fresh workers under the full deadline
+# before it becomes a finding.
+MIN_DEADLINE = 2.0
+DEADLINE_SLACK = 10.0
+MIN_OBSERVED = 3
+MIN_LIBRARY_CALLS = 50
+LIBRARY_QUANTILE = 0.99
+RECENT_CALLS = 512  # call times kept per library for the quantile
+# A standby worker (started after a library's first death, so that the next one is replaced
+# at once) is kept only while the machine has this much memory available.
+STANDBY_RESERVE = 4 << 30
 STDERR_TAIL = 4096
 READ_SIZE = 1 << 16  # a 1 MiB read buffer costs 15 µs per call in allocation alone
 # Environment of every worker: one thread each, quiet logs, CPU only.
@@ -53,6 +70,12 @@ WORKER_ENV = {
     "PYTHONHASHSEED": "0",
     "PYTHONUNBUFFERED": "1",
     "PYTHONWARNINGS": "ignore",
+}
+# jax's persistent compilation cache, under XAMT_HOME: compiled kernels outlive a worker's
+# restart and the campaign (every compilation is kept, however quick).
+JAX_CACHE_ENV = {
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
 }
 
 
@@ -91,6 +114,8 @@ class Worker:
     hello: Hello | None = None
     buffer: bytearray = field(default_factory=bytearray)
     starts: int = 0
+    launched: float = 0.0  # when the process was started
+    waiting_since: float | None = None  # work waits on its hello since then
 
     @property
     def log_path(self) -> Path:
@@ -102,6 +127,8 @@ class Worker:
         # the worker's own ones from WORKER_ENV.
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         env.update(WORKER_ENV)
+        if self.library == "jax" and "JAX_COMPILATION_CACHE_DIR" not in env:
+            env.update(JAX_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=str(jax_cache_dir()))
         if self.testing:
             env["XAMT_WORKER_TESTING"] = "1"
         cmd = [
@@ -137,6 +164,8 @@ class Worker:
         self.buffer.clear()
         self.hello = None
         self.starts += 1
+        self.launched = time.monotonic()
+        self.waiting_since = None
         self.send({"op": "hello"})
 
     @property
@@ -221,11 +250,19 @@ class WorkerPool:
 
     Args:
         pythons: library name -> interpreter of that library's environment.
-        deadline: seconds one call may take before it is a hang.
+        deadline: seconds one call may take before it is a hang (with ``adaptive``, the most).
         memory_cap: extra address space a worker may allocate after loading its library.
         result_budget: array bytes one call's result may carry; a larger one comes back as a
             :class:`~xamt.workers.protocol.Summary`. Default: derived from the orchestrator's
             memory budget (:func:`xamt.memory.result_budget`); 0: never summarize.
+        adaptive: per-API deadlines from the measured times of its calls (see
+            :data:`MIN_DEADLINE`), for campaigns; reproduction uses the full deadline.
+        standby: keep a started spare worker per library, so that a death or a hang is
+            replaced at once (while memory allows).
+
+    ``times`` holds where each library's time went (:class:`~xamt.timing.LibraryTime`).
+    Standby workers are started with the pool (:meth:`start`), one per library while the
+    machine has :data:`STANDBY_RESERVE` bytes available, and replaced as they are used.
     """
 
     def __init__(
@@ -237,11 +274,22 @@ class WorkerPool:
         memory_cap: int = DEFAULT_MEMORY_CAP,
         log_dir: Path | None = None,
         testing: bool = False,
+        adaptive: bool = False,
+        standby: bool = False,
         result_budget: int | None = None,
     ) -> None:
         self.deadline = deadline
         if result_budget is None:
             result_budget = memory.result_budget(len(pythons))
+        self.adaptive = adaptive
+        self.standby = standby
+        self.times = {lib: LibraryTime() for lib in pythons}
+        # (library, api) -> (calls observed, slowest seconds)
+        self._api_times: dict[tuple[str, str], tuple[int, float]] = {}
+        # library -> recent call times, and the quantile of them (recomputed now and then)
+        self._recent: dict[str, deque[float]] = {lib: deque(maxlen=RECENT_CALLS) for lib in pythons}
+        self._quantile: dict[str, float | None] = dict.fromkeys(pythons)
+        self._spares: dict[str, Worker] = {}
         self.startup_timeout = startup_timeout
         self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="xamt-workers-")
         self.log_dir = Path(log_dir or self._tmp.name)  # type: ignore[union-attr]
@@ -273,11 +321,18 @@ class WorkerPool:
                 worker.start()
         deadline = time.monotonic() + self.startup_timeout
         for worker in self.workers.values():
-            self._await_hello(worker, deadline)
+            if worker.hello is None:
+                self._await_hello(worker, deadline)
+                self.times[worker.library].startup_seconds += time.monotonic() - worker.launched
+        for lib in self.workers:
+            self._spawn_spare(lib)
         return {lib: w.hello for lib, w in self.workers.items() if w.hello is not None}
 
     def close(self) -> None:
         """Ask each worker to exit, then kill whatever is left. Leaves no process behind."""
+        for spare in self._spares.values():
+            spare.kill()
+        self._spares.clear()
         for worker in self.workers.values():
             if worker.alive:
                 worker.send({"op": "shutdown"})
@@ -297,6 +352,27 @@ class WorkerPool:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+    def detach_standby(self) -> WorkerPool | None:
+        """A new pool of this pool's standby workers: fresh processes, already loading or
+        loaded, that never ran a call (for reproduction after a campaign). They leave this
+        pool, and so does its log folder. None unless every library has a standby."""
+        if not self._spares or set(self._spares) != set(self.workers):
+            return None
+        spares, self._spares = self._spares, {}
+        one = next(iter(spares.values()))
+        pool = WorkerPool(
+            {lib: w.python for lib, w in spares.items()},
+            deadline=self.deadline,
+            startup_timeout=self.startup_timeout,
+            memory_cap=one.memory_cap,
+            log_dir=self.log_dir,
+            testing=one.testing,
+            result_budget=one.result_budget,
+        )
+        pool.workers = spares
+        pool._tmp, self._tmp = self._tmp, None
+        return pool
 
     def ready(self, library: str) -> Hello:
         """Start ``library``'s worker if needed and wait for its hello."""
@@ -370,11 +446,36 @@ class WorkerPool:
                 self._inflight[lib] = state
                 self._submit(lib, state)
 
-    def _advance(self) -> None:
+    def done(self, ticket: int) -> bool:
+        """Whether every library has finished its part of a submitted run."""
+        return not self._open.get(ticket, ())
+
+    def advance(self, timeout: float) -> None:
+        """Let the workers make progress for at most ``timeout`` seconds (less if any does)."""
+        if self._inflight:
+            self._advance(timeout)
+        else:
+            time.sleep(timeout)
+
+    def backlog(self) -> dict[str, float]:
+        """Each library's queued work in seconds: calls not yet answered times its mean call
+        time so far (a hundredth of a second before it has answered any)."""
+        out = {}
+        for lib, queue in self._queues.items():
+            waiting = sum(len(calls) for _, calls in queue)
+            state = self._inflight.get(lib)
+            if state is not None:
+                waiting += len(state.calls) - state.index
+            t = self.times[lib]
+            mean = (t.warm_seconds + t.first_seconds) / t.calls if t.calls else 0.01
+            out[lib] = waiting * mean
+        return out
+
+    def _advance(self, timeout: float | None = None) -> None:
         """Wait for any worker to make progress; close out batches that finished."""
         view = {lib: self._results[s.ticket][lib] for lib, s in self._inflight.items()}
         before = dict(self._inflight)
-        self._step(self._inflight, view)
+        self._step(self._inflight, view, timeout)
         for lib, state in before.items():
             if self._inflight.get(lib) is not state:
                 self._open[state.ticket].discard(lib)
@@ -466,15 +567,22 @@ class WorkerPool:
             worker.send(
                 {"op": "batch", "id": state.rid}, {"calls": [_call_value(c) for c in pending]}
             )
+        now = time.monotonic()
+        state.since = now
         if worker.hello is not None:
-            state.deadline = time.monotonic() + self.deadline
+            state.deadline = now + self._allowance(lib, pending[0].api)
         else:
-            state.deadline = time.monotonic() + self.startup_timeout + self.deadline
+            if worker.waiting_since is None:
+                worker.waiting_since = now
+            state.deadline = now + self.startup_timeout + self.deadline
 
     def _step(
-        self, states: dict[str, _BatchState], results: dict[str, list[Outcome | None]]
+        self,
+        states: dict[str, _BatchState],
+        results: dict[str, list[Outcome | None]],
+        limit: float | None = None,
     ) -> None:
-        """Wait for any worker to make progress and record what it did."""
+        """Wait (at most ``limit`` seconds) for any worker to make progress and record it."""
         # Frames already buffered first: select() cannot see them.
         for lib in list(states):
             self._drain(lib, states, results)
@@ -482,6 +590,8 @@ class WorkerPool:
             return
         now = time.monotonic()
         timeout = max(0.0, min(s.deadline for s in states.values()) - now)
+        if limit is not None:
+            timeout = min(timeout, limit)
         fds = {self.workers[lib].fileno(): lib for lib in states}
         ready, _, _ = select.select(list(fds), [], [], timeout)
         for fd in ready:
@@ -513,7 +623,10 @@ class WorkerPool:
             op = frame.get("op")
             if op == "hello":
                 worker.hello = _hello(frame)
-                state.deadline = time.monotonic() + self.deadline
+                now = time.monotonic()
+                self._ready_after_wait(worker, now)
+                state.since = now
+                state.deadline = now + self._allowance(lib, state.calls[state.index].api)
             elif op == "fatal":
                 worker.kill()
                 err = frame.get("error", {})
@@ -524,8 +637,12 @@ class WorkerPool:
             elif op == "result" and frame.get("id") == state.rid:
                 call = state.calls[state.index]
                 results[lib][state.index] = _outcome(lib, call, frame)
+                self._record(lib, call.api, frame)
                 state.index += 1
-                state.deadline = time.monotonic() + self.deadline
+                now = time.monotonic()
+                state.since = now
+                if state.index < len(state.calls):
+                    state.deadline = now + self._allowance(lib, state.calls[state.index].api)
                 if state.index == len(state.calls) and state.single:
                     del states[lib]  # a single call has no "done" frame
             elif op == "done" and frame.get("id") == state.rid:
@@ -542,6 +659,7 @@ class WorkerPool:
         if worker.hello is None:  # died while loading its library: the environment is broken
             raise WorkerError(self._startup_failure(worker))
         status = "resource" if RESOURCE_PATTERNS.search(tail[-1500:]) else "crash"
+        self.times[lib].deaths += 1
         self._fail_current(lib, states, results, status, tail, code)
 
     def _on_hang(
@@ -551,8 +669,12 @@ class WorkerPool:
         worker.kill()
         if worker.hello is None:
             raise WorkerError(f"the {lib} worker did not start within {self.startup_timeout:.0f} s")
+        state = states[lib]
+        waited = time.monotonic() - state.since
+        self.times[lib].hangs += 1
+        self.times[lib].hang_seconds += waited
         self._fail_current(
-            lib, states, results, "hang", f"no answer within {self.deadline:g} s; worker killed"
+            lib, states, results, "hang", f"no answer within {waited:.3g} s; worker killed"
         )
 
     def _fail_current(
@@ -576,11 +698,102 @@ class WorkerPool:
             exit_code=code,
         )
         state.start = state.index + 1
-        self.workers[lib].start()  # restart now; the hello is read with the next frames
+        self._replace(lib)  # restart now; the hello is read with the next frames
         if state.start >= len(state.calls):
             del states[lib]
         else:
             self._submit(lib, state)
+
+    def _replace(self, lib: str) -> None:
+        """Put a live worker in place of ``lib``'s dead one: its standby if there is one (the
+        dead one becomes the next standby), else the dead one restarted."""
+        self.times[lib].restarts += 1
+        dead = self.workers[lib]
+        spare = self._spares.pop(lib, None)
+        if spare is not None and not spare.alive:
+            spare.reap()
+            spare = None
+        if spare is not None:
+            self.workers[lib] = spare
+        else:
+            dead.start()
+        self._spawn_spare(lib, dead if spare is not None else None)
+
+    def _spawn_spare(self, lib: str, reuse: Worker | None = None) -> None:
+        """Start a standby worker for ``lib`` (reusing a dead worker's record), if the pool
+        keeps standbys and the machine has the memory; under pressure, drop every standby."""
+        if not self.standby or lib in self._spares:
+            return
+        if available_memory() < STANDBY_RESERVE:
+            for other in self._spares.values():
+                other.kill()
+            self._spares.clear()
+            return
+        current = self.workers[lib]
+        spare = reuse or Worker(
+            lib,
+            current.python,
+            current.memory_cap,
+            current.log_dir,
+            current.testing,
+            current.result_budget,
+        )
+        spare.start()
+        self._spares[lib] = spare
+
+    def _ready_after_wait(self, worker: Worker, now: float) -> None:
+        """Account a hello that work was waiting for: a restart (or a lazy first start)."""
+        if worker.waiting_since is None:
+            return
+        waited = now - worker.waiting_since
+        worker.waiting_since = None
+        times = self.times[worker.library]
+        if worker.starts > 1 or times.restarts:
+            times.restart_seconds += waited
+        else:
+            times.startup_seconds += waited
+
+    def _record(self, lib: str, api: str, frame: dict[str, Any]) -> None:
+        seconds = frame.get("seconds")
+        if not isinstance(seconds, int | float):
+            return
+        self.times[lib].record_call(float(seconds), bool(frame.get("first")))
+        calls, slowest = self._api_times.get((lib, api), (0, 0.0))
+        self._api_times[(lib, api)] = (calls + 1, max(slowest, float(seconds)))
+        recent = self._recent[lib]
+        recent.append(float(seconds))
+        if len(recent) >= MIN_LIBRARY_CALLS and self.times[lib].calls % 32 == 0:
+            ordered = sorted(recent)
+            self._quantile[lib] = ordered[int(LIBRARY_QUANTILE * (len(ordered) - 1))]
+
+    def _allowance(self, lib: str, api: str) -> float:
+        """Seconds the next call of ``api`` may take before it is a hang."""
+        if not self.adaptive:
+            return self.deadline
+        calls, slowest = self._api_times.get((lib, api), (0, 0.0))
+        if calls < MIN_OBSERVED:
+            quantile = self._quantile[lib]
+            if quantile is None:
+                return self.deadline
+            slowest = max(slowest, quantile)
+        return min(self.deadline, max(MIN_DEADLINE, DEADLINE_SLACK * slowest))
+
+
+def jax_cache_dir() -> Path:
+    """Where jax workers keep compiled kernels: ``$XAMT_HOME/cache/jax``."""
+    return xamt_home() / "cache" / "jax"
+
+
+def available_memory() -> int:
+    """MemAvailable of /proc/meminfo in bytes (a large number where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1 << 62
 
 
 @dataclass
@@ -592,6 +805,7 @@ class _BatchState:
     rid: int = 0
     single: bool = False
     deadline: float = 0.0
+    since: float = 0.0  # when the current call began waiting
 
 
 def _call_value(call: Call) -> dict[str, Any]:

@@ -92,6 +92,9 @@ class Server:
         self.adapter = adapter
         self.testing = testing
         self.cache: dict[str, Any] = {}
+        # (api, input signature) of every call made: a call not in it is a *first* call, where
+        # libraries that specialise on shapes and dtypes trace and compile
+        self.seen: set[tuple[str, Any, Any]] = set()
 
     # --- API resolution --------------------------------------------------------------------
     def resolve(self, api: str) -> Any:
@@ -173,6 +176,8 @@ class Server:
     def call(self, request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Run one call; return (reply header, reply values). Never raises."""
         api = request.get("api", "")
+        start = 0.0
+        first = False
         try:
             if not isinstance(api, str):
                 raise ProtocolError("call.api must be a string")
@@ -186,6 +191,9 @@ class Server:
             seed = request.get("seed")
             if seed is not None:
                 self.adapter.seed(int(seed))
+            key = (api, _input_signature(args), _input_signature(kwargs))
+            first = key not in self.seen
+            self.seen.add(key)
             start, cpu_start = time.perf_counter(), time.process_time()
             out = self.adapter.materialize(fn(*native_args, **native_kwargs))
             value = self.to_wire(out)
@@ -204,8 +212,9 @@ class Server:
                 raise
             info = _error_info(exc)
             status = "resource" if RESOURCE_PATTERNS.search(info["message"][:2000]) else "error"
-            return {"status": status, "error": info}, {}
-        return {"status": "ok", "seconds": seconds, "cpu": cpu}, {"value": value}
+            timing = {"seconds": time.perf_counter() - start, "first": first} if start else {}
+            return {"status": status, "error": info, **timing}, {}
+        return {"status": "ok", "seconds": seconds, "cpu": cpu, "first": first}, {"value": value}
 
     def hello(self) -> dict[str, Any]:
         return {
@@ -258,6 +267,28 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - one bad namespace must not end the worker
                 errors[ns] = f"{type(exc).__name__}: {exc}"
         return {"apis": apis, "errors": errors}
+
+
+def _input_signature(value: Any) -> Any:
+    """What a compiling library specialises a call on: array dtypes and shapes, the types of
+    floats (traced as values), and every other value (static parameters) as it is."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape)
+    if isinstance(value, BFloat16):
+        return ("bfloat16", value.values.shape)
+    if isinstance(value, list | tuple):
+        return tuple(_input_signature(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _input_signature(v)) for k, v in value.items()))
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str)
+    if isinstance(value, float | complex):
+        return type(value).__name__
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)[:100]
+    return value
 
 
 def _short_repr(obj: Any, limit: int = 300) -> str:
@@ -402,7 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     _cap_memory(opts.memory_cap)
     serve(Server(adapter, testing=os.environ.get("XAMT_WORKER_TESTING") == "1"), channel)
-    return 0
+    # no interpreter teardown: the libraries' exit handlers take seconds and keep nothing
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
