@@ -8,6 +8,7 @@ are made here, as a library would return them; nothing runs a library.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -23,6 +24,7 @@ from xamt.errors import UsageError
 from xamt.findings import from_json
 from xamt.fuzz.campaign import (
     CANDIDATES_PER_SIGNATURE,
+    FATAL_REPEATS,
     Budget,
     Campaign,
     CampaignConfig,
@@ -285,3 +287,35 @@ def test_resume_takes_the_unfinished_campaign_of_that_name_only(tmp_path: Path) 
     assert last.open(resume=True) is True and last.campaign_id == first.campaign_id
     assert last.state.seq == 1 and last.state.seen == first.state.seen
     last.store.close()
+
+
+def test_a_library_that_died_twice_on_such_an_input_is_left_out_of_it(tmp_path: Path) -> None:
+    """A worker that crashed FATAL_REPEATS times on one API, dtype and set of trigger classes
+    is not called on such cases again (each call would cost a restart), as long as two
+    libraries are left to compare."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    crash = returned({"numpy": [0.5], "jax": [0.5]})
+    crash["torch"] = Outcome(library="torch", api="torch.sinc", status="crash", signal="SIGSEGV")
+    process(camp, [sinc_case([0.5])], [crash])
+    assert camp._without_fatal(sinc_case([0.25])).apis == APIS  # once is not enough
+    process(camp, [sinc_case([0.5])], [crash])
+    assert camp.state.fatal["sinc"] == [["torch", "torch.sinc", "float32", [], FATAL_REPEATS]]
+    kept = camp._without_fatal(sinc_case([0.25]))
+    assert kept.apis == {"numpy": "numpy.sinc", "jax": "jax.numpy.sinc"}
+    assert camp.state.skipped == Counter({"torch": 1})
+    # not when it would leave one library, nor for another dtype or another API
+    two = dataclasses.replace(
+        sinc_case([0.25]), apis={"numpy": "numpy.sinc", "torch": "torch.sinc"}
+    )
+    assert camp._without_fatal(two).apis == two.apis
+    wide = dataclasses.replace(sinc_case([0.25]), dtype="float64")
+    assert camp._without_fatal(wide).apis == APIS
+    alias = dataclasses.replace(sinc_case([0.25]), apis={**APIS, "torch": "torch.special.sinc"})
+    assert camp._without_fatal(alias).apis == alias.apis
+    # the books come back with a resumed campaign
+    camp.store.close()
+    again = make_campaign(tmp_path)
+    assert again.open(resume=True)
+    assert again._without_fatal(sinc_case([0.25])).apis == kept.apis
+    again.store.close()
