@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from xamt import envs
 from xamt.libraries import library_names
 from xamt.workers.pool import WorkerPool
+
+# The misbehaving calls (xamt_testing.*) a worker started with testing=True can make: they
+# live with the tests; workers, and xamt commands the tests start, inherit this.
+os.environ["XAMT_TESTING_OPS"] = str(Path(__file__).with_name("support") / "testing_ops.py")
 
 
 @pytest.fixture(scope="session")

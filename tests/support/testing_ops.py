@@ -1,6 +1,7 @@
 """Calls that misbehave on purpose, for the pool's tests (``xamt_testing.*`` API paths).
 
-Reachable only when the worker runs with ``XAMT_WORKER_TESTING=1``.
+Reachable only when the worker runs with ``XAMT_WORKER_TESTING=1`` and ``XAMT_TESTING_OPS``
+names this file (``tests/conftest.py`` sets it).
 """
 
 from __future__ import annotations
