@@ -214,8 +214,27 @@ def test_a_batch_books_signatures_candidates_support_and_the_store(tmp_path: Pat
     process(camp, [nan], [returned(JAX_SAYS_ONE)])
     assert camp.state.seq == 5 and camp.state.seen == {sig: 4}
     assert len(camp.store.pending_candidates(camp.campaign_id)) == CANDIDATES_PER_SIGNATURE
+    # the state is saved with a batch at most every STATE_EVERY seconds: the store still has
+    # the first batch's, until the run stops and saves it
+    assert camp.store.campaign_state(camp.campaign_id)["seen"] == {sig: 3}
+    camp._save()
     stored = camp.store.campaign_state(camp.campaign_id)
     assert stored["seen"] == {sig: 4} and stored["suspected"] == [sig]
+
+
+def test_a_resume_runs_again_the_batches_committed_after_the_saved_state(
+    tmp_path: Path,
+) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    nan = sinc_case([float("nan")])
+    process(camp, [nan, nan], [returned(JAX_SAYS_ONE)] * 2)  # saved with its state
+    process(camp, [nan, nan], [returned(JAX_SAYS_ONE)] * 2)  # rows only
+    assert camp.store.counts(camp.campaign_id)["cases"] == 4
+    again = make_campaign(tmp_path)
+    assert again.open(resume=True)
+    assert again.state.seq == 2 and sum(again.state.seen.values()) == 2
+    assert again.store.counts(again.campaign_id)["cases"] == 2  # the unsaved batch is gone
 
 
 def test_a_case_where_all_agree_books_nothing_but_its_count(tmp_path: Path) -> None:
@@ -249,7 +268,8 @@ def test_a_resumed_campaign_continues_from_its_saved_state(tmp_path: Path) -> No
     drawn = [sinc_case([2.0, float("inf")])]
     first._pending.append(_Batch(picks=pending, cases=drawn, submitted=None))  # type: ignore[arg-type]
     process(first, [sinc_case([float("nan")])], [returned(JAX_SAYS_ONE)])
-    saved = first.store.campaign_state(first.campaign_id)  # as committed with the batch
+    first._save()  # as a batch saves it every STATE_EVERY seconds, and the run's end
+    saved = first.store.campaign_state(first.campaign_id)
     assert len(saved["pending"]) == 1
     first.store.close()
 
@@ -313,7 +333,8 @@ def test_a_library_that_died_twice_on_such_an_input_is_left_out_of_it(tmp_path: 
     assert camp._without_fatal(wide).apis == APIS
     alias = dataclasses.replace(sinc_case([0.25]), apis={**APIS, "torch": "torch.special.sinc"})
     assert camp._without_fatal(alias).apis == alias.apis
-    # the books come back with a resumed campaign
+    # the books come back with a resumed campaign (saved when the run stops)
+    camp._save()
     camp.store.close()
     again = make_campaign(tmp_path)
     assert again.open(resume=True)

@@ -510,10 +510,14 @@ class Store:
         *,
         cases: Sequence[CaseRecord],
         candidates: Sequence[CandidateRecord],
-        state: dict[str, Any],
+        state: dict[str, Any] | None,
         next_seq: int,
     ) -> None:
         """Record a batch's cases, its candidates and the scheduler state, in one transaction.
+
+        ``state`` None records the rows only: the saved state (and its ``next_seq``) stay those
+        of an earlier batch, and a resume first drops the rows past them
+        (:meth:`discard_after`) to run those cases again from that state.
 
         Note:
             Idempotent: rows already stored (same ``(campaign, seq)`` case, same
@@ -521,7 +525,7 @@ class Store:
             twice is stored once. ``next_seq`` may not go backwards and must exceed every case
             seq in the batch; the campaign must exist and be unfinished.
         """
-        state_json = _dumps(state, "scheduler state")
+        state_json = None if state is None else _dumps(state, "scheduler state")
         case_rows = [
             (
                 campaign,
@@ -548,7 +552,7 @@ class Store:
                 raise StoreError(f"{self.path}: no campaign {campaign}")
             if row[1] is not None:
                 raise ValueError(f"campaign {campaign} is finished; start a new one")
-            if next_seq < row[0]:
+            if next_seq < row[0] and state_json is not None:
                 raise ValueError(
                     f"next_seq {next_seq} goes back from {row[0]} (campaign {campaign})"
                 )
@@ -562,12 +566,27 @@ class Store:
                 "payload) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 candidate_rows,
             )
-            conn.execute(
-                "UPDATE campaigns SET state = ?, next_seq = ?, batches = batches + 1, "
-                "updated = ? WHERE id = ?",
-                (state_json, next_seq, utc_now(), campaign),
-            )
+            if state_json is not None:
+                conn.execute(
+                    "UPDATE campaigns SET state = ?, next_seq = ?, batches = batches + 1, "
+                    "updated = ? WHERE id = ?",
+                    (state_json, next_seq, utc_now(), campaign),
+                )
             self._before_commit(campaign)
+
+    def discard_after(self, campaign: int, next_seq: int) -> int:
+        """Drop the cases, and the candidates not triaged yet, of ``campaign`` from ``next_seq``
+        on: rows committed after the last saved state, which a resume runs again. Returns the
+        number of cases dropped."""
+        with self._transaction(f"discard the unsaved batches of campaign {campaign}") as conn:
+            cur = conn.execute(
+                "DELETE FROM cases WHERE campaign = ? AND seq >= ?", (campaign, next_seq)
+            )
+            conn.execute(
+                "DELETE FROM candidates WHERE campaign = ? AND seq >= ? AND status = 'pending'",
+                (campaign, next_seq),
+            )
+            return cur.rowcount
 
     def finish_campaign(self, campaign: int, *, summary: dict[str, Any]) -> None:
         """Mark a campaign finished (it is no longer resumable) and keep its summary."""

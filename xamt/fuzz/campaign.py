@@ -48,6 +48,10 @@ MAX_PENDING = 12
 PACE_SECONDS = 1.5
 HUNGRY_SECONDS = 0.25
 PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
+# The schedule's state (which grows with the arms tried and the signatures seen: megabytes in a
+# long campaign) is saved with a batch at most this often, and always with the last one; a
+# resume drops the batches committed after it and runs them again.
+STATE_EVERY = 10.0
 CANDIDATES_PER_SIGNATURE = 2
 # Reward of a new root cause by severity: the schedule chases wrong results and dead
 # processes, not dtype policy.
@@ -284,6 +288,7 @@ class Campaign:
             )
             return False
         self.campaign_id, _config, state, next_seq = found
+        self.store.discard_after(self.campaign_id, next_seq)
         if state:
             self.rng.bit_generator.state = state["rng"]
             self.schedule.load(state["schedule"])
@@ -377,6 +382,7 @@ class Campaign:
                 report(self.progress())
         except KeyboardInterrupt:
             pass
+        self._save()  # what comes next (reproduction) reads the state
         return self.progress()
 
     @property
@@ -495,14 +501,35 @@ class Campaign:
             ]
             case_records, candidates = self._account(picks, cases, replayed)
         self.state.seconds = seconds_before + time.monotonic() - started
+        now = time.monotonic()
+        save = now - self._saved_at >= STATE_EVERY
         with self.state.phases.timed("commit"):
             self.store.commit_batch(
                 self.campaign_id,
                 cases=case_records,
                 candidates=candidates,
-                state=self._saved_state(),
+                state=self._saved_state() if save else None,
                 next_seq=self.state.seq,
             )
+        if save:
+            self._saved_at = now
+        self._unsaved = not save
+
+    _saved_at = -math.inf
+    _unsaved = False
+
+    def _save(self) -> None:
+        """Save the state if the last batch went without it (the run stops here)."""
+        if self._unsaved:
+            with self.state.phases.timed("commit"):
+                self.store.commit_batch(
+                    self.campaign_id,
+                    cases=[],
+                    candidates=[],
+                    state=self._saved_state(),
+                    next_seq=self.state.seq,
+                )
+            self._saved_at, self._unsaved = time.monotonic(), False
 
     def _account(
         self, picks: list[Pick], cases: list[Case], replayed: list[Replayed]
