@@ -340,3 +340,18 @@ def test_a_library_that_died_twice_on_such_an_input_is_left_out_of_it(tmp_path: 
     assert again.open(resume=True)
     assert again._without_fatal(sinc_case([0.25])).apis == kept.apis
     again.store.close()
+
+
+def test_deaths_on_several_inputs_of_one_api_keep_the_classes_they_share(tmp_path: Path) -> None:
+    """Two deaths of torch's sinc, one on NaN and inf, one on NaN alone: torch is left out of
+    cases holding NaN, and still called on the others."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    crash = returned({"numpy": [0.5], "jax": [0.5]})
+    crash["torch"] = Outcome(library="torch", api="torch.sinc", status="crash", signal="SIGSEGV")
+    process(camp, [sinc_case([float("nan"), float("inf")])], [crash])
+    process(camp, [sinc_case([float("nan"), 1.0])], [crash])
+    assert camp.state.fatal["sinc"] == [["torch", "torch.sinc", "float32", ["nan"], 2]]
+    assert "torch" not in camp._without_fatal(sinc_case([1.0, float("nan")])).apis
+    assert camp._without_fatal(sinc_case([float("inf")])).apis == APIS
+    assert camp._without_fatal(sinc_case([0.25])).apis == APIS

@@ -58,9 +58,10 @@ CANDIDATES_PER_SIGNATURE = 2
 SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
 # The share of its divergence a case earns when every disagreement it shows is policy.
 POLICY_DIVERGENCE = 0.2
-# A library whose worker died, hung or hit the memory cap this often on one API, input dtype
-# and set of input classes is not called again on cases holding those classes: its finding is
-# recorded, and each further call would only cost a deadline and a restart.
+# A library whose worker died, hung or hit the memory cap this often on one API and input dtype
+# is not called again on cases holding the input classes all those deaths had in common: its
+# finding is recorded, and each further call would only cost a deadline and a restart (seconds
+# of importing the library again).
 FATAL_REPEATS = 2
 FATAL_FAMILIES = ("crash", "hang", "resource")
 
@@ -482,13 +483,17 @@ class Campaign:
         return dataclasses.replace(case, apis=apis)
 
     def _note_fatal(self, case: Case, lib: str, tags: Sequence[str]) -> None:
-        triggers = sorted(triggers_in(tags))
+        """Count a death of ``lib`` on this case's API and dtype; the trigger classes kept are
+        those every such death had (a worker that dies on several kinds of input of one API
+        is left out of all of them)."""
+        triggers = set(triggers_in(tags))
         keys = self.state.fatal.setdefault(case.group, [])
         for key in keys:
-            if key[:4] == [lib, case.apis[lib], case.dtype, triggers]:
+            if key[:3] == [lib, case.apis[lib], case.dtype]:
+                key[3] = sorted(set(key[3]) & triggers)
                 key[4] += 1
                 return
-        keys.append([lib, case.apis[lib], case.dtype, triggers, 1])
+        keys.append([lib, case.apis[lib], case.dtype, sorted(triggers), 1])
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
