@@ -355,3 +355,23 @@ def test_deaths_on_several_inputs_of_one_api_keep_the_classes_they_share(tmp_pat
     assert "torch" not in camp._without_fatal(sinc_case([1.0, float("nan")])).apis
     assert camp._without_fatal(sinc_case([float("inf")])).apis == APIS
     assert camp._without_fatal(sinc_case([0.25])).apis == APIS
+
+
+def test_an_input_too_heavy_for_two_workers_is_not_drawn_again_in_its_group(
+    tmp_path: Path,
+) -> None:
+    """numpy and torch both hit the memory cap on a NaN input: later cases of the group are
+    drawn without NaN (nothing is learnt from it, and each costs two restarts)."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    heavy = returned({"jax": [0.5]})
+    for lib in ("numpy", "torch"):
+        heavy[lib] = Outcome(library=lib, api=f"{lib}.sinc", status="resource")
+    process(camp, [sinc_case([float("nan"), 2.0])], [heavy])
+    assert camp.state.heavy == {"sinc": [["nan"], 1]}
+    assert camp.state.fatal == {}  # no library is to blame
+    lighter = camp._lighter(sinc_case([float("nan"), 0.5]))
+    assert not np.isnan(lighter.values["x"]).any() and lighter.values["x"][1] == 0.5
+    assert camp.state.lightened == 1
+    other = sinc_case([float("inf")])
+    assert camp._lighter(other) is other  # other input classes are drawn as before

@@ -31,7 +31,15 @@ from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis,
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
-from xamt.replay import Replay, Replayed, Submitted, finding_of, judge_case, triggers_in
+from xamt.replay import (
+    Replay,
+    Replayed,
+    Submitted,
+    finding_of,
+    judge_case,
+    neutralized,
+    triggers_in,
+)
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_resumable
 from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
@@ -64,6 +72,11 @@ POLICY_DIVERGENCE = 0.2
 # of importing the library again).
 FATAL_REPEATS = 2
 FATAL_FAMILIES = ("crash", "hang", "resource")
+# An input that made two or more workers hang or hit the memory cap (a huge requested size) is
+# evidence of nothing (see the verdict) and costs a restart in each: later cases of its group
+# are drawn without the input classes all such inputs of the group had (a parameter back to
+# its canonical value, a special value replaced).
+HEAVY_STATUSES = ("hang", "resource")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +211,9 @@ class _State:
     fatal: dict[str, list[list[Any]]] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)  # calls not made, by library
     paced: Counter[str] = field(default_factory=Counter)  # calls left out while saturated
+    # group -> [input classes every too-heavy input of it had, times seen]
+    heavy: dict[str, list[Any]] = field(default_factory=dict)
+    lightened: int = 0  # cases drawn without those classes
     phases: Phases = field(default_factory=Phases)  # the orchestrator's own time
     libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
 
@@ -303,6 +319,8 @@ class Campaign:
                 fatal={g: [list(k) for k in keys] for g, keys in state.get("fatal", {}).items()},
                 skipped=Counter(state.get("skipped", {})),
                 paced=Counter(state.get("paced", {})),
+                heavy={g: list(v) for g, v in state.get("heavy", {}).items()},
+                lightened=int(state.get("lightened", 0)),
                 phases=Phases.from_dict(state.get("phases", {})),
                 libraries=libraries_from_dict(state.get("libraries", {})),
             )
@@ -456,10 +474,34 @@ class Campaign:
         seed = int(self.rng.integers(0, 2**31))
         if pick.parent is not None:
             parent = case_from_jsonable(self.schedule.corpus_case(pick.parent))
-            return self._without_fatal(fit_apis(mutate(parent, group, self.rng), group))
-        apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
-        case = draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
-        return self._without_fatal(fit_apis(case, group))
+            case = mutate(parent, group, self.rng)
+        else:
+            apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
+            case = draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
+        return self._without_fatal(fit_apis(self._lighter(case), group))
+
+    def _lighter(self, case: Case) -> Case:
+        """The case without the input classes its group's too-heavy inputs all had."""
+        heavy = self.state.heavy.get(case.group)
+        if not heavy or not heavy[0]:
+            return case
+        group = self.groups[case.group]
+        held = set(triggers_in(input_classes(case, group)))
+        if not set(heavy[0]) <= held:
+            return case
+        for trigger in heavy[0]:
+            case = neutralized(case, group, trigger) or case
+        self.state.lightened += 1
+        return case
+
+    def _note_heavy(self, case: Case, tags: Sequence[str]) -> None:
+        triggers = set(triggers_in(tags))
+        known = self.state.heavy.get(case.group)
+        if known is None:
+            self.state.heavy[case.group] = [sorted(triggers), 1]
+        else:
+            known[0] = sorted(set(known[0]) & triggers)
+            known[1] += 1
 
     def _without_fatal(self, case: Case) -> Case:
         """The case without the libraries known to die on it (see :data:`FATAL_REPEATS`)."""
@@ -590,10 +632,15 @@ class Campaign:
             # Cases that show a suspected bug may be mutated further, unless a worker died or
             # hung on them: mutating those costs restarts and deadlines for little new.
             fatal = False
-            for lib, outcome in run.outcomes.items():
-                if outcome.status in FATAL_FAMILIES:
-                    fatal = True
-                    self._note_fatal(case, lib, run.tags)
+            killed = [lib for lib, o in run.outcomes.items() if o.status in HEAVY_STATUSES]
+            if len(killed) >= 2 or "numpy" in killed:
+                fatal = True
+                self._note_heavy(case, run.tags)
+            else:
+                for lib, outcome in run.outcomes.items():
+                    if outcome.status in FATAL_FAMILIES:
+                        fatal = True
+                        self._note_fatal(case, lib, run.tags)
             keep = suspected and score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
@@ -626,6 +673,8 @@ class Campaign:
             "fatal": self.state.fatal,
             "skipped": dict(self.state.skipped),
             "paced": dict(self.state.paced),
+            "heavy": self.state.heavy,
+            "lightened": self.state.lightened,
             "phases": self.state.phases.as_dict(),
             "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
             "pending": [b.jsonable() for b in self._pending],
