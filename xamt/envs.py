@@ -35,6 +35,7 @@ from xamt.errors import (
     XamtError,
 )
 from xamt.libraries import check_library
+from xamt.paths import replace_file
 
 VARIANTS = ("cpu", "cuda")
 MARKER = ".xamt-env.json"
@@ -327,9 +328,7 @@ def install(
             "seconds": round(time.monotonic() - started, 1),
             "installer": "uv" if uv else "pip",
         }
-        tmp = path / (MARKER + ".tmp")
-        tmp.write_text(json.dumps(marker, indent=2))
-        os.replace(tmp, path / MARKER)
+        replace_file(path / MARKER, json.dumps(marker, indent=2))
         return status(lib, variant)
 
 

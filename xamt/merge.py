@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
 from xamt.findings import Document, Finding, FindingsError, load_document, merge_support, to_json
 from xamt.fuzz.output import writable_folder, write_findings
-from xamt.paths import check_signature, inside
+from xamt.paths import check_signature, inside, replace_file
 from xamt.store import Store, StoreError
 
 STORE_NAME = "xamt.sqlite"
@@ -397,12 +396,7 @@ def _copy_repro(source: Path, target: Path) -> None:
         for entry in sorted(source.iterdir()):
             if entry.is_symlink() or not entry.is_file():
                 continue
-            tmp = target / f".{entry.name}.partial"
-            with suppress(FileNotFoundError):
-                tmp.unlink()
-            with open(entry, "rb") as src, open(tmp, "xb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.replace(tmp, target / entry.name)
+            replace_file(target / entry.name, entry.read_bytes())
     except OSError as exc:
         raise OutputError(
             f"cannot copy the repro files of {source.name} to {target}: {exc.strerror or exc}"

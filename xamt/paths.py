@@ -17,6 +17,7 @@ Note:
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -88,4 +89,18 @@ def inside(root: Path, *parts: str, error: type[XamtError] = OutputError, what: 
             f"{path}: {what or 'this path'} leads outside {root} (to {resolved}); refusing to "
             "read, write or delete it: remove the link or the file that names it"
         )
+    return path
+
+
+def replace_file(path: Path, data: str | bytes) -> Path:
+    """Write ``path`` whole or not at all: the data goes to a fresh file beside it (created
+    exclusively, so a link left there is never written through) that is renamed over it. A
+    reader never sees half a file, and whatever ``path`` was (a file, a link elsewhere) is
+    replaced, not followed. OSError as it comes; callers say what failed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    raw = data.encode() if isinstance(data, str) else data
+    with open(tmp, "xb") as fh:
+        fh.write(raw)
+    os.replace(tmp, path)
     return path

@@ -3,15 +3,14 @@ summary, and the output folder's writers."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from xamt import __version__
 from xamt.errors import OutputError
 from xamt.findings import CLASSIFICATIONS, Document, dumps_document
+from xamt.paths import replace_file
 from xamt.store import Store
 
 
@@ -34,12 +33,7 @@ def write_atomic(path: Path, text: str) -> None:
     """Write a text file atomically (a reader never sees half of it); OutputError if not."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with suppress(FileNotFoundError):
-            tmp.unlink()  # a link left there is removed, never written through
-        with open(tmp, "x", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        replace_file(path, text)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
 

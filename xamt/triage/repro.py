@@ -12,9 +12,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 from collections.abc import Mapping
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import numpy as np
 
 from xamt.catalog.bind import bind
 from xamt.catalog.model import Member
-from xamt.paths import check_identifier
+from xamt.paths import check_identifier, replace_file
 from xamt.serialize import case_to_jsonable
 from xamt.types import Case
 from xamt.workers.protocol import BFloat16, DType
@@ -312,16 +310,9 @@ def write_repro(
 
 
 def _replace(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``folder/name`` by writing aside and renaming over it: whatever was there (a file,
-    or a link to somewhere else) is replaced, and nothing outside ``folder`` is touched."""
-    path = folder / name
-    tmp = folder / f".{name}.tmp"
-    with suppress(FileNotFoundError):
-        tmp.unlink()
-    with open(tmp, "xb") as fh:  # x: fails on anything left there rather than following it
-        fh.write(data)
-    os.replace(tmp, path)
-    return path
+    """Write ``folder/name`` whole (:func:`xamt.paths.replace_file`): whatever was there (a
+    file, or a link to somewhere else) is replaced, and nothing outside ``folder`` is touched."""
+    return replace_file(folder / name, data)
 
 
 def run_case_file(path: Path) -> None:
