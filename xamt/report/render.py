@@ -28,6 +28,7 @@ Note:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import json
 import math
@@ -720,13 +721,7 @@ def with_repro_scripts(doc: Document, base_dir: Path) -> Document:
                     except (OSError, UnicodeDecodeError):
                         pass
         findings.append(f.replace(repro=loaded))
-    return Document(
-        xamt_version=doc.xamt_version,
-        libraries=doc.libraries,
-        campaign=doc.campaign,
-        findings=tuple(findings),
-        support=doc.support,
-    )
+    return dataclasses.replace(doc, findings=tuple(findings))
 
 
 def _safe_url(url: str) -> str:
