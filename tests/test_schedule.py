@@ -76,3 +76,22 @@ def test_uniform_baseline_ignores_feedback() -> None:
     picks = [schedule.pick(rng) for _ in range(500)]
     counts = {g: sum(p.arm[0] == g for p in picks) for g in {p.arm[0] for p in picks}}
     assert len(counts) == 5 and min(counts.values()) > 60
+
+
+def test_a_small_budget_exploits_before_every_group_was_tried() -> None:
+    """With fewer cases than three per group, a group that paid gets the budget at once,
+    while the groups not tried yet keep being drawn (about as a uniform schedule would)."""
+    schedule = VarianceSchedule(arms(40), budget=100)
+    assert schedule.thrifty and not VarianceSchedule(arms(40)).thrifty
+    schedule.update(Pick(("g03", "float32", "ordinary")), 1.0, novel=True)
+    for g in range(20, 40):
+        schedule.update(Pick((f"g{g:02d}", "float32", "ordinary")), 0.0)
+    rng = np.random.default_rng(5)
+    picks = []
+    for _ in range(100):
+        p = schedule.pick(rng)
+        picks.append(p.arm[0])
+        schedule.update(p, 1.0 if p.arm[0] == "g03" else 0.0, novel=p.arm[0] == "g03")
+    assert picks.count("g03") >= 10  # a uniform schedule: 1 in 40
+    untried = {f"g{g:02d}" for g in range(20) if g != 3}
+    assert len(untried & set(picks)) >= 10  # the untried groups are still explored

@@ -56,6 +56,7 @@ MAX_PENDING = 12
 PACE_SECONDS = 1.5
 HUNGRY_SECONDS = 0.25
 PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
+EXPECTED_RATE = 50  # cases per second a campaign of all libraries runs on two cores
 # The schedule's state (which grows with the arms tried and the signatures seen: megabytes in a
 # long campaign) is saved with a batch at most this often, and always with the last one; a
 # resume drops the batches committed after it and runs them again.
@@ -239,7 +240,9 @@ class Campaign:
         self.pool = pool
         self.store = store
         arms = [(g.id, d, v) for g in groups for d in fuzz_dtypes(g) for v in VALUE_CLASSES]
-        self.schedule: Schedule = make_schedule(config.schedule, arms)
+        self.schedule: Schedule = make_schedule(
+            config.schedule, arms, expected_cases(config.budget)
+        )
         self.rng = np.random.default_rng(config.seed)
         self.state = _State()
         self.campaign_id = 0
@@ -679,6 +682,13 @@ class Campaign:
             "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
             "pending": [b.jsonable() for b in self._pending],
         }
+
+
+def expected_cases(budget: Budget) -> int:
+    """The cases a budget should run: itself, or its seconds at :data:`EXPECTED_RATE`."""
+    if budget.cases is not None:
+        return budget.cases
+    return int((budget.seconds or 0.0) * EXPECTED_RATE)
 
 
 def fit_apis(case: Case, group: Group) -> Case:

@@ -37,6 +37,10 @@ MUTATE_SHARE = 0.1
 GROUP_DECAY = 0.8
 REWARD_FLOOR = 0.05  # a group that found nothing lately still gets some of the budget
 FRESH_FLOOR = 0.5  # ... and so does one whose arms were all tried
+# A budget of fewer cases than this many times the groups cannot try every group first and
+# still exploit what it finds: the schedule is *thrifty* (see VarianceSchedule._group).
+THRIFTY_BELOW = 3
+MUTATE_AFTER = 200  # a thrifty schedule mutates once this many cases came back
 
 
 @dataclass
@@ -100,6 +104,7 @@ class VarianceSchedule:
         default_factory=lambda: {"fresh": [0, 0], "mutation": [0, 0]}
     )
     inflight: dict[str, int] = field(default_factory=dict)  # picked, not updated yet
+    budget: int | None = None  # cases the campaign expects to run (None: unknown, many)
 
     def __post_init__(self) -> None:
         self.tree: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
@@ -107,6 +112,7 @@ class VarianceSchedule:
             self.tree[g][d].append(v)
         self.groups = sorted(self.tree)
         self.index = {g: i for i, g in enumerate(self.groups)}
+        self.thrifty = self.budget is not None and self.budget < THRIFTY_BELOW * len(self.groups)
         self._count_fresh()
 
     def _count_fresh(self) -> None:
@@ -134,6 +140,8 @@ class VarianceSchedule:
         A discrepancy signature names the dtype and input class, so an arm not tried yet in a
         group that keeps finding new signatures is where new ones are likeliest.
         """
+        if self.thrifty:
+            return self._thrifty_group(rng)
         if self.unpicked:  # the groups never picked, in order: what _ucb would pick among
             return self.unpicked[int(rng.integers(0, len(self.unpicked)))]
         if not self.explored:
@@ -141,6 +149,28 @@ class VarianceSchedule:
         if self._weights is None:
             self._weights = np.array([self._weight(g) for g in self.groups])
         weights = self._weights
+        return self.groups[int(rng.choice(len(self.groups), p=weights / weights.sum()))]
+
+    def _thrifty_group(self, rng: np.random.Generator) -> str:
+        """Under a small budget: every group weighed at once by its recent reward times its
+        arms never tried, a group not back yet counting the mean reward of all cases so far.
+
+        Note:
+            Untried groups have all their arms fresh, so they are drawn about as often as a
+            uniform schedule draws them until some group earns more than the mean; that group
+            then gets the budget its reward and fresh arms say, without waiting for every
+            other group to be tried once.
+        """
+        overall = self.stats[""]
+        prior = overall.total / overall.n if overall.n else 0.0
+        means = np.array(
+            [
+                (s.total / s.n) if (s := self.stats.get(f"/{g}")) is not None and s.n else prior
+                for g in self.groups
+            ]
+        )
+        fresh = np.array([self.fresh[g] for g in self.groups], dtype=np.float64)
+        weights = (means + REWARD_FLOOR) * (fresh + FRESH_FLOOR)
         return self.groups[int(rng.choice(len(self.groups), p=weights / weights.sum()))]
 
     def _ucb(
@@ -185,7 +215,7 @@ class VarianceSchedule:
     def mutate_share(self) -> float:
         """0 until every group was tried once; then between 0.03 and MUTATE_SHARE, by how
         novelty-productive mutations have been compared with fresh cases."""
-        if not self.explored:
+        if not self.explored and not (self.thrifty and self.stats[""].n >= MUTATE_AFTER):
             return 0.0
         fresh_n, fresh_new = self.novelty["fresh"]
         mut_n, mut_new = self.novelty["mutation"]
@@ -277,7 +307,9 @@ def _arm_keys(arm: Arm) -> tuple[str, str, str]:
 Schedule = UniformSchedule | VarianceSchedule
 
 
-def make_schedule(kind: str, arms: Sequence[Arm]) -> Schedule:
+def make_schedule(kind: str, arms: Sequence[Arm], budget: int | None = None) -> Schedule:
+    """``budget``: the cases the campaign expects to run (a small one makes the variance
+    schedule thrifty)."""
     if kind == "uniform":
         return UniformSchedule(arms)
-    return VarianceSchedule(arms)
+    return VarianceSchedule(arms, budget=budget)
