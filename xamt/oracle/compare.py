@@ -212,7 +212,8 @@ class _Stack:
     @cached_property
     def values(self) -> np.ndarray:
         dtype = np.complex128 if self.complex else np.float64
-        return np.stack(self._arrays).astype(dtype, copy=False)
+        with np.errstate(invalid="ignore", over="ignore"):  # the values are what they are
+            return np.stack(self._arrays).astype(dtype, copy=False)
 
     @cached_property
     def bits(self) -> np.ndarray:
