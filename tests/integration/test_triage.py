@@ -164,7 +164,7 @@ def test_repro_reports_still_present(campaign: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["repro", "ffffffffffff"], 10, "no finding with signature"),
+        (["repro", "ffffffffffff"], 20, "no finding with signature"),
         (["repro"], 2, "give a SIGNATURE or --all"),
     ],
 )
