@@ -17,7 +17,7 @@ stay pending for ``--resume``.
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,7 @@ from typing import Any
 from xamt.catalog.model import Group
 from xamt.findings import Finding, FindingsError, decode_case, from_json, to_json
 from xamt.paths import check_signature
-from xamt.replay import Replay
+from xamt.replay import Replay, Submitted
 from xamt.store import CandidateRow, Store, StoreError
 from xamt.workers.pool import WorkerPool, available_memory
 
@@ -33,6 +33,7 @@ RUNS = 3
 
 
 CHUNK = 32  # cases per request to each pool, and per commit
+LOOKAHEAD = 3  # chunks submitted ahead of the one collected
 # Memory one pool of fresh workers may take (seven libraries loaded, a few calls made).
 POOL_BYTES = 3 << 30
 
@@ -76,7 +77,8 @@ def reproduce(
         by_sig[cand.signature].append(cand)
     reps = [cands[0] for cands in by_sig.values()]
     recorded = {c.id: _finding(store, c) for c in reps}
-    reps.sort(key=lambda c: recorded[c.id].rank())
+    # most important first; hangs last among their peers: each waits out the full deadline
+    reps.sort(key=lambda c: _order(recorded[c.id]))
     cases = {
         c.id: decode_case(recorded[c.id].case, f"{store.path}: candidate {c.id}: case", StoreError)
         for c in reps
@@ -98,7 +100,9 @@ def reproduce(
         return until is not None and time.monotonic() >= until and ran > 0
 
     def new_pool(libs: list[str]) -> WorkerPool:
-        pool = WorkerPool({lib: pythons[lib] for lib in libs}, **kwargs)
+        # standby workers: candidates that crash or hang come first, each would wait on a
+        # restart
+        pool = WorkerPool({lib: pythons[lib] for lib in libs}, standby=True, **kwargs)
         for worker in pool.workers.values():  # launched now, awaited when its run begins
             worker.start()
         return pool
@@ -123,13 +127,18 @@ def reproduce(
             try:
                 pool.start()
                 replay = Replay(pool, groups)
-                for i in range(0, len(todo), CHUNK):
+                chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
+                # chunks pipelined (as a campaign's batches): a library that hangs or restarts
+                # on one chunk does not keep the others idle
+                inflight: deque[tuple[list[CandidateRow], Submitted]] = deque()
+                for k, chunk in enumerate(chunks):
                     if out_of_time():
                         break
-                    chunk = todo[i : i + CHUNK]
-                    for cand, result in zip(
-                        chunk, replay.run([cases[c.id] for c in chunk]), strict=True
-                    ):
+                    while len(inflight) < LOOKAHEAD and k + len(inflight) < len(chunks):
+                        ahead = chunks[k + len(inflight)]
+                        inflight.append((ahead, replay.submit([cases[c.id] for c in ahead])))
+                    _, submitted = inflight.popleft()
+                    for cand, result in zip(chunk, submitted.collect(), strict=True):
                         hits[cand.id] += cand.signature in result.signatures()
                         done[cand.id] += 1
                     ran += len(chunk)
@@ -161,6 +170,12 @@ def reproduce(
         pending=left,
         seconds=time.monotonic() - started,
     )
+
+
+def _order(f: Finding) -> tuple[bool, bool, tuple[int, int, int, str]]:
+    """Suspected bugs first, most severe first; hangs after their peers (each waits out the
+    full deadline)."""
+    return (not f.suspected, f.family == "hang", f.rank())
 
 
 def _line(run: int, runs: int, ran: int, total: int, seconds: float) -> str:

@@ -33,6 +33,7 @@ DEFAULT_TRIAGE_SECONDS = 120.0
 FUZZ_SHARE = 0.4
 REPRODUCE_UNTIL = 0.72
 TRIAGE_UNTIL = 0.82
+FINISH_UNTIL = 0.95  # triage's batched passes stop then, whatever is left
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +46,7 @@ class Plan:
     reproduce_until: float | None
     triage_seconds: float | None  # minimization time after reproduction (None: no limit)
     triage_until: float | None
+    finish_until: float | None  # the batched trigger passes stop then
 
     def describe(self, total: Budget) -> str:
         if total.seconds is None:
@@ -67,6 +69,7 @@ def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
             reproduce_until=None,
             triage_seconds=triage_budget if triage_budget is not None else DEFAULT_TRIAGE_SECONDS,
             triage_until=None,
+            finish_until=None,
         )
     t = total.seconds
     return Plan(
@@ -75,6 +78,7 @@ def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
         reproduce_until=started + REPRODUCE_UNTIL * t,
         triage_seconds=triage_budget,
         triage_until=started + TRIAGE_UNTIL * t,
+        finish_until=started + FINISH_UNTIL * t,
     )
 
 
@@ -280,6 +284,7 @@ def run_fuzz(
                     versions=versions,
                     progress=lambda m: on_progress(f"  {m}"),
                     max_seconds=max(0.0, min(limits)) if limits else None,
+                    until=steps.finish_until,
                 )
             on_progress(
                 f"triaged {summary.findings} findings: {summary.documented} documented "

@@ -49,6 +49,7 @@ from xamt.workers.pool import WorkerPool
 # Calls a minimization may spend, by kind: crashes restart a worker each time, hangs wait for
 # the deadline: those are not worth shrinking far.
 CALL_CAPS = {"hang": 0, "crash": 12, "resource": 12}
+PASS_CHUNK = 64  # findings per batched dtype or trigger pass (a time budget stops between)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,13 +139,20 @@ def triage(
     versions: Mapping[str, str],
     progress: Callable[[str], None] = lambda _m: None,
     max_seconds: float | None = None,
+    until: float | None = None,
 ) -> TriageSummary:
     """Minimize, find the trigger of, classify and script every finding not triaged yet.
 
     Past ``max_seconds`` the remaining findings are not minimized (their minimization
-    ``stop`` is ``"skipped"``); every finding still gets its trigger by necessity, in one
-    batched pass over all of them (hangs excepted: their trigger is their case's first).
+    ``stop`` is ``"skipped"``); every finding still gets its trigger by necessity, in batched
+    passes over all of them (hangs excepted: their trigger is their case's first). Past
+    ``until`` (a :func:`time.monotonic` time: a time budget's end) those passes stop too, and
+    the findings not reached keep their case's first trigger and dtype.
     """
+
+    def late() -> bool:
+        return until is not None and time.monotonic() >= until
+
     started = time.monotonic()
     replay = Replay(pool, groups)
     predicate = pool_predicate(replay)
@@ -198,32 +206,42 @@ def triage(
     }
     for round_ in range(2):
         moves = [(i, found[round_]) for i, found in options.items() if len(found) > round_]
-        if not moves:
+        if not moves or late():
             break
         progress(f"dtype: trying {len(moves)} findings in a simpler dtype")
-        for (i, moved), roots in zip(moves, predicate([m for _, m in moves]), strict=True):
-            if root_of(shrunk[i].finding) in roots:
-                shrunk[i] = dataclasses.replace(shrunk[i], current=moved)
-                del options[i]
-    # one batched re-run of every minimized case, then one of their trigger variants
+        for start in range(0, len(moves), PASS_CHUNK):
+            if late():
+                break
+            batch = moves[start : start + PASS_CHUNK]
+            for (i, moved), roots in zip(batch, predicate([m for _, m in batch]), strict=True):
+                if root_of(shrunk[i].finding) in roots:
+                    shrunk[i] = dataclasses.replace(shrunk[i], current=moved)
+                    del options[i]
+    # batched re-runs of the minimized cases, then of their trigger variants (most important
+    # findings first, as far as the time allows)
     rerunnable = [i for i, s in enumerate(shrunk) if s.finding.kind != "hang"]
     progress(f"triggers: re-running {len(rerunnable)} minimized cases and their variants")
-    rerun_of: dict[int, Replayed] = dict(
-        zip(rerunnable, replay.run([shrunk[i].current for i in rerunnable]), strict=True)
-    )
-    needed = needed_triggers(
-        [
-            (
-                shrunk[i].current,
-                groups[shrunk[i].finding.group],
-                root_of(shrunk[i].finding),
-                rerun_of[i].tags,
-            )
-            for i in rerunnable
-        ],
-        predicate,
-    )
-    trigger_at = dict(zip(rerunnable, needed, strict=True))
+    rerun_of: dict[int, Replayed] = {}
+    trigger_at: dict[int, str] = {}
+    for start in range(0, len(rerunnable), PASS_CHUNK):
+        if late():
+            progress(f"triggers: time is up; {len(rerunnable) - start} findings keep their first")
+            break
+        chunk = rerunnable[start : start + PASS_CHUNK]
+        rerun_of.update(zip(chunk, replay.run([shrunk[i].current for i in chunk]), strict=True))
+        needed = needed_triggers(
+            [
+                (
+                    shrunk[i].current,
+                    groups[shrunk[i].finding.group],
+                    root_of(shrunk[i].finding),
+                    rerun_of[i].tags,
+                )
+                for i in chunk
+            ],
+            predicate,
+        )
+        trigger_at.update(zip(chunk, needed, strict=True))
     documented = 0
     before, after = [], []
     # suspected bugs already triaged (this store, any campaign) by root cause across dtypes
