@@ -133,6 +133,22 @@ def test_refusals_go_to_the_support_matrix() -> None:
     assert not any(b.kind == "status" for b in j.blames)
 
 
+def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
+    """Seen in an audit of ten fresh suspected bugs: three were these support gaps."""
+    outs = [
+        ok("numpy", np.array([1.0], F32)),
+        ok("torch", np.array([1.0], F32)),
+        err(
+            "mindspore", "TypeError", "For 'LeftShift', the dtype of input should be one of [Int8]"
+        ),
+        err("mxnet", "MXNetError", "This operation does not support float16"),
+    ]
+    j = judge({o.library: o for o in outs})
+    assert j.support["mindspore"] == j.support["mxnet"] == "refused" and not j.blames
+    spelt = err("mindspore", "TypeError", "For 'diff', 'input' do not support complex64/float64")
+    assert judge({o.library: o for o in [*outs[:2], spelt]}).support["mindspore"] == "refused"
+
+
 def test_a_plain_error_is_a_status_finding_not_a_refusal() -> None:
     o = err("paddle", "ValueError", "(InvalidArgument) axis should be in range")
     assert not refused(o)

@@ -87,7 +87,8 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "mindspore",
             r"Kernel select failed|Unsupported data type|"
-            r"(data ?type|dtype) .*(not supported|is not in|should be in|must be in)",
+            r"(data ?type|dtype) .*(not supported|is not in|should be in|must be in)|"
+            r"dtype of \w+ should be one of \[|do not support (complex|float|u?int|bool)\d*/",
         ),
         (
             "mxnet",
@@ -106,7 +107,7 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         # torch's and mindspore's argument parsers refusing an argument's type (a tuple axis)
         ("torch", r"received an invalid combination of arguments"),
         ("mindspore", r"should be floating point dtype|Failed calling \w+ with"),
-        ("mxnet", r"does not support boolean type"),
+        ("mxnet", r"does not support boolean type|operation does not support (float|u?int)\d+"),
         ("jax", r"Boolean arguments to [\w.]+ are not implemented"),
         (
             "torch",
