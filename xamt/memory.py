@@ -51,16 +51,25 @@ def parse_size(text: str, name: str = "size") -> int:
     return int(float(match[1]) * _UNITS[match[2].lower()])
 
 
-def machine_memory() -> int:
-    """Bytes of memory this process may use: ``MemTotal``, or the cgroup's limit if lower."""
-    total = 0
+def meminfo(field: str) -> int:
+    """A ``/proc/meminfo`` field in bytes (0 where it cannot be read)."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                total = int(line.split()[1]) * 1024
-                break
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
-        total = 0
+        pass
+    return 0
+
+
+def available_memory() -> int:
+    """Bytes the machine has available now (``MemAvailable``; a large number if unknown)."""
+    return meminfo("MemAvailable") or 1 << 62
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: ``MemTotal``, or the cgroup's limit if lower."""
+    total = meminfo("MemTotal")
     if not total:
         try:
             total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -247,6 +247,10 @@ class Campaign:
         self.state = _State()
         self.campaign_id = 0
         self._pending: deque[_Batch] = deque()
+        self._last_group = ""
+        self._stop_at: float | None = None  # see stop_at
+        self._saved_at = -math.inf  # when the state was last saved with a batch
+        self._unsaved = False  # the last batch went without it
         self._resumed: list[tuple[list[Pick], list[Case]]] = []
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -340,8 +344,6 @@ class Campaign:
         """Stop drawing at ``when`` (a :func:`time.monotonic` time) even if the time budget
         is not spent: the fuzzing share of a run whose start-up took part of it."""
         self._stop_at = when
-
-    _stop_at: float | None = None
 
     def exhausted(self) -> bool:
         """Whether the budget is spent (``state.seconds`` counts fuzzing time up to the last
@@ -469,8 +471,6 @@ class Campaign:
             suspected=len(self.state.suspected),
         )
 
-    _last_group = ""
-
     # --- one batch -------------------------------------------------------------------------
     def _case(self, pick: Pick) -> Case:
         group = self.groups[pick.arm[0]]
@@ -564,9 +564,6 @@ class Campaign:
         if save:
             self._saved_at = now
         self._unsaved = not save
-
-    _saved_at = -math.inf
-    _unsaved = False
 
     def _save(self) -> None:
         """Save the state if the last batch went without it (the run stops here)."""

@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from xamt import memory
 from xamt.catalog.model import Group
 from xamt.findings import Finding, FindingsError, decode_case, from_json, to_json
 from xamt.paths import check_signature
 from xamt.replay import Replay, Submitted
 from xamt.store import CandidateRow, Store, StoreError
-from xamt.workers.pool import WorkerPool, available_memory
+from xamt.workers.pool import WorkerPool
 
 RUNS = 3
 
@@ -122,7 +123,7 @@ def reproduce(
             else:
                 pool, owned = upcoming or new_pool(libs), True
                 upcoming = None
-            if run + 1 < runs and available_memory() >= 2 * POOL_BYTES:
+            if run + 1 < runs and memory.available_memory() >= 2 * POOL_BYTES:
                 upcoming = new_pool(libs)  # the next run's fresh workers load meanwhile
             try:
                 pool.start()

@@ -724,7 +724,7 @@ class WorkerPool:
         keeps standbys and the machine has the memory; under pressure, drop every standby."""
         if not self.standby or lib in self._spares:
             return
-        if available_memory() < STANDBY_RESERVE:
+        if memory.available_memory() < STANDBY_RESERVE:
             for other in self._spares.values():
                 other.kill()
             self._spares.clear()
@@ -782,18 +782,6 @@ class WorkerPool:
 def jax_cache_dir() -> Path:
     """Where jax workers keep compiled kernels: ``$XAMT_HOME/cache/jax``."""
     return xamt_home() / "cache" / "jax"
-
-
-def available_memory() -> int:
-    """MemAvailable of /proc/meminfo in bytes (a large number where it cannot be read)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 1 << 62
 
 
 @dataclass
