@@ -28,7 +28,9 @@ def torch_crashes() -> dict[str, Outcome]:
 
 def torch_raises() -> dict[str, Outcome]:
     outs = returned({"numpy": TWO, "jax": TWO})
-    error = ErrorInfo(type="RuntimeError", module="torch", message="something went wrong")
+    error = ErrorInfo(
+        type="AttributeError", module="torch", message="'NoneType' object has no attribute 'shape'"
+    )
     outs["torch"] = Outcome(library="torch", api="torch.sinc", status="error", error=error)
     return outs
 

@@ -105,6 +105,11 @@ def test_neutralized_removes_exactly_one_class() -> None:
     )
     assert scalar is not None and scalar.values["x1"].shape == (1,)
     assert neutralized(c, GROUP, "subnormal") is None  # nothing to remove
+    big = np.finfo(np.float32).max
+    z = np.array([complex(0.5, 0.7), complex(-big, 1.0), complex(2.0, big)], np.complex64)
+    tame = neutralized(case(z, z), GROUP, "dtype-limit")
+    assert tame is not None  # complex limits are removable (they were left untested)
+    assert np.array_equal(tame.values["x1"], np.array([0.5 + 0.7j, 1, 1], np.complex64))
 
 
 def test_dtypes_are_simplified_to_the_validation_dtype_then_the_kind_canonical() -> None:

@@ -149,11 +149,65 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
     assert judge({o.library: o for o in [*outs[:2], spelt]}).support["mindspore"] == "refused"
 
 
-def test_a_plain_error_is_a_status_finding_not_a_refusal() -> None:
-    o = err("paddle", "ValueError", "(InvalidArgument) axis should be in range")
-    assert not refused(o)
+def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:
+    """paddle's own message says why it refuses the input ('only support N-D (1<=N<=2)'): that
+    is its contract for the input kind (support matrix), not a bug."""
+    o = err("paddle", "ValueError", "Input(x) only support N-D (1<=N<=2) tensor in corrcoef")
+    assert not refused(o)  # not a dtype refusal ...
     outs = [ok("numpy", np.array([1.0])), ok("torch", np.array([1.0])), o]
-    assert ("status", "paddle", "majority") in blamed(outs)
+    j = judge({x.library: x for x in outs})
+    assert not j.blames and j.support["paddle"] == "refused"  # ... but an input-kind one
+
+
+def test_a_failure_inside_the_library_is_a_status_finding() -> None:
+    """An AttributeError in its Python code, a C++ 'Check failed' assertion, an internal dtype
+    mismatch or a bare assertion: the library broke on an input the others handle."""
+    broken = [
+        err("tensorflow", "AttributeError", "'EagerTensor' object has no attribute 'astype'"),
+        err("mxnet", "MXNetError", "Check failed: i >= 0 && i < ndim(): index = -1"),
+        err("tensorflow", "InvalidArgumentError", "TensorArray dtype is int32 but Op is trying"),
+        err("paddle", "AssertionError", ""),
+    ]
+    for o in broken:
+        outs = [ok("numpy", np.array([1.0])), ok("torch", np.array([1.0])), o]
+        assert ("status", o.library, "majority") in blamed(outs), o.error
+
+
+def test_a_plurality_is_no_majority() -> None:
+    """int8 against int32, int32 and int64: two of four agree, which blames nobody."""
+    outs = [
+        ok("numpy", np.array([0], np.int8)),
+        ok("torch", np.array([0], np.int64)),
+        ok("tensorflow", np.array([0], np.int32)),
+        ok("jax", np.array([0], np.int32)),
+    ]
+    assert {(k, c) for k, _, c in blamed(outs)} == {("dtype", "split")}
+    outs.append(ok("mindspore", np.array([0], np.int32)))  # three of five is a majority
+    assert ("dtype", "numpy", "majority") in blamed(outs)
+
+
+def test_complex_zero_signs_are_not_judged_away_from_special_values() -> None:
+    """1/(-0-0.69j): numpy's formula gives real part -0.0, Smith's algorithm +0.0; C99
+    Annex G leaves it open, so no library is blamed for the sign."""
+    x = np.array([complex(-0.0, -0.6878)], np.complex64)
+    with np.errstate(all="ignore"):
+        a = np.reciprocal(x)
+    b = np.array([complex(0.0, a[0].imag)], np.complex64)
+    outs = [ok("numpy", a), ok("torch", b), ok("paddle", b), ok("tensorflow", b)]
+    ref = ok("numpy", np.reciprocal(x.astype(np.complex128)))
+    assert not blamed(outs, ref, op="reciprocal", inputs=[x])
+
+
+def test_a_kernel_without_a_dtype_family_is_a_refusal() -> None:
+    for o in (
+        err("torch", "RuntimeError", "nansum on CPU does not support complex inputs"),
+        err("torch", "NotImplementedError", "clamp is not supported for complex types"),
+        err(
+            "mindspore", "RuntimeError", "For 'ReduceMean', unsupported reduce operation for bool."
+        ),
+        err("mxnet", "MXNetError", "Check failed: out.type_flag_ == kFloat32 || x"),
+    ):
+        assert refused(o), o.error
 
 
 def test_a_call_numpy_rejects_as_malformed_is_no_case() -> None:
@@ -169,7 +223,8 @@ def test_a_call_numpy_rejects_as_malformed_is_no_case() -> None:
 def test_a_domain_error_is_judged_by_the_majority_of_libraries() -> None:
     """reduce_min over an empty axis: numpy and most libraries raise (a domain error, not a
     malformed call); the one that returns a value instead is blamed. A library that raises
-    where numpy returns is blamed too."""
+    where numpy returns with a domain error of its own ('not positive-definite': a numerical
+    threshold of its own) refuses that input; one that fails inside is blamed."""
     outs = [
         err(
             "numpy",
@@ -186,6 +241,8 @@ def test_a_domain_error_is_judged_by_the_majority_of_libraries() -> None:
         ok("jax", np.array([1.0])),
         err("torch", "LinAlgError", "not positive-definite"),
     ]
+    assert blamed(outs) == set()
+    outs[2] = err("torch", "RuntimeError", "tuple index out of range")
     assert blamed(outs) == {("status", "torch", "majority")}
 
 
@@ -323,3 +380,24 @@ def test_structured_outputs_of_different_shapes_are_judged() -> None:
     c = (np.array([1.0, 0.0], F32), np.array([0.0, 0.5, 1.0], F32))
     got = blamed([ok("numpy", a), ok("mindspore", b), ok("mxnet", b), ok("jax", c)])
     assert ("value", "jax", "majority") in got
+
+
+def test_integer_results_do_not_vote_on_nan_but_are_wrong_where_nan_is_agreed() -> None:
+    """erfinv of int32 [0, 2]: torch says NaN at 2 (right), paddle inf, mxnet keeps int32 0.
+    mxnet has no NaN to vote with, so torch against paddle is a split, not torch's fault. The
+    variance of nothing: numpy and torch agree on NaN; mindspore's int32 -2**31 is wrong."""
+    outs = [
+        ok("torch", np.array([0.0, np.nan], F32)),
+        ok("paddle", np.array([0.0, np.inf], F32)),
+        ok("mxnet", np.array([0, 0], np.int32)),
+    ]
+    got = blamed(outs)
+    assert not any(lib == "torch" for _, lib, _ in got)
+    assert not any(kind == "nan" and lib == "mxnet" for kind, lib, _ in got)
+    outs = [
+        ok("numpy", np.array(np.nan)),
+        ok("torch", np.array(np.nan, F32)),
+        ok("mindspore", np.array(-(2**31), np.int32)),
+    ]
+    assert ("nan", "mindspore", "majority") in blamed(outs)
+    assert ("nan", "mindspore", "reference") in blamed(outs, ok("numpy", np.array(np.nan)))

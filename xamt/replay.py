@@ -337,10 +337,13 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
             if hit.any():
                 new = arr.copy()
                 new[hit] = 1
-        elif trigger == "dtype-limit" and arr.dtype.kind in "iuf":
+        elif trigger == "dtype-limit" and arr.dtype.kind in "iufc":
             info = np.iinfo(arr.dtype) if arr.dtype.kind in "iu" else np.finfo(arr.dtype)
+            parts = (arr.real, arr.imag) if arr.dtype.kind == "c" else (arr,)
+            hit = np.zeros(arr.shape, dtype=bool)
             with np.errstate(invalid="ignore"):
-                hit = (arr >= info.max) | (arr <= info.min)
+                for part in parts:
+                    hit |= (part >= info.max) | (part <= info.min)
             if hit.any():
                 new = arr.copy()
                 new[hit] = 1

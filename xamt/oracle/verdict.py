@@ -13,8 +13,13 @@ and kind family, each naming one library. The rules, in order:
 3. **Malformed calls.** When numpy (the group's reference for what a valid call is) raises a
    plain argument error (:data:`MALFORMED_ERRORS`: a bad axis, shape or type), the case is no
    case: nothing else is judged. The same when every library raised.
-4. **Status.** Libraries that raise where numpy returned are blamed; without numpy, the
-   strict minority side is; an even split is a split.
+4. **Status.** A library that raises where numpy returned (without numpy: where the others
+   returned) is blamed only when the error is a failure inside it (:func:`internal`: an
+   ``AttributeError`` in its Python code, a C++ ``Check failed``, an internal dtype
+   mismatch). An error with a message of its own ("must be non-negative", "expects
+   dims >= 0") is a deliberate check: the library refuses that input kind, which goes into the
+   support matrix like a dtype it has no kernel for. Where numpy raised a domain error and
+   most libraries did too, the libraries that returned are blamed.
 5. **Outputs**, among the libraries that returned, one kind at a time (shape, dtype, then
    NaN mask, inf mask, signed zero and values):
 
@@ -26,9 +31,10 @@ and kind family, each naming one library. The rules, in order:
       The libraries outside the classes that agree with it are blamed (``reference``). When
       no library agrees with it, every answer is an artefact (an intermediate overflow, say)
       and nothing is blamed;
-   c. *by majority*: a unique largest class of agreeing libraries; the others are blamed
-      (``majority``);
-   d. otherwise the libraries split evenly: one ``split`` record naming every side.
+   c. *by majority*: a class of agreeing libraries holding more than half of those that
+      returned; the others are blamed (``majority``);
+   d. otherwise (an even split, or a plurality such as 2 against 1 and 1) the libraries
+      split: one ``split`` record naming every side.
 
 Note:
     One library can be blamed once per kind family in one case (its NaN and value departures
@@ -114,15 +120,63 @@ REFUSALS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"Input dtype must be either a floating point or complex dtype|"
             r"not intended to support complex numbers|can't be cast to the desired output type",
         ),
-        ("mxnet", r"Do not support `?\w+`? as input"),
+        ("mxnet", r"Do not support `?\w+`? as input|\bis unsupported\b"),
         ("paddle", r"dtype should be one of \['paddle\."),
         ("mindspore", r"must be Tensor or Number \(excluding complex\)"),
         # a parameter value the operation does not support (yet): "n < 0 is not supported now"
         ("mindspore", r"is not supported now"),
         ("jax", r"Integers cannot be raised to negative powers"),
         ("*", r"\b(dtype|data ?type)s? .{0,60}\b(not supported|unsupported|is not allowed)"),
+        # a kernel without a loop for a dtype family: "nansum on CPU does not support complex
+        # inputs", "clamp is not supported for complex types", "unsupported reduce operation
+        # for bool", mxnet's "Check failed: out.type_flag_ == kFloat32 || ..."
+        (
+            "*",
+            r"(does not|do not|doesn't) support (complex|bool|boolean|integer|integral|"
+            r"floating|u?int\d*|float\d*)|not supported for (complex|bool|integer|integral)|"
+            r"unsupported .{0,40}\bfor (complex|bool|integer|int\d*|float\d*)\b",
+        ),
+        ("mxnet", r"Check failed: \(?\w+(\.|->)type_flag_ == k(Float|Int|Uint|Bool)"),
     )
 )
+
+# Errors no deliberate argument check raises: the library's own code failed on the input (a
+# Python error inside its implementation, a C++ assertion, an internal dtype mismatch). A
+# library raising one of these where the others returned is a suspected bug; one raising any
+# other error, with a message of its own ("must be non-negative", "only supports 1-D or 2-D",
+# "expects dims >= 0"), refuses that input kind deliberately and goes into the support matrix.
+INTERNAL_ERROR_TYPES = frozenset(
+    {
+        "AttributeError",
+        "KeyError",
+        "NameError",
+        "UnboundLocalError",
+        "RecursionError",
+        "SystemError",
+        "ZeroDivisionError",
+        "InternalError",
+        "UnicodeDecodeError",
+    }
+)
+INTERNAL_ERRORS = re.compile(
+    r"Check failed|TensorArray dtype|trying to write dtype|[Ii]nternal error|\bINTERNAL\b|"
+    r"(tuple|list|string) index out of range|'NoneType'|not subscriptable|is not iterable|"
+    r"unsupported operand type|unhashable type|values to unpack|truth value of an array|"
+    r"invalid literal for|should not happen|Assertion( `[^`]*`)? failed|"
+    r"object has no attribute|Segmentation fault|unexpected (error|exception|internal)",
+)
+
+
+def internal(outcome: Outcome) -> bool:
+    """Whether an error is a failure inside the library (:data:`INTERNAL_ERRORS`) rather than
+    a deliberate check of its argument: a bare assertion or an empty message counts as one."""
+    if outcome.status != "error" or outcome.error is None:
+        return False
+    etype, message = outcome.error.type, outcome.error.message.strip()
+    if etype in INTERNAL_ERROR_TYPES or not message:
+        return True
+    return bool(INTERNAL_ERRORS.search(f"{etype}: {message}"[:4000]))
+
 
 # numpy exceptions that say the call itself is malformed (argument count, type, axis, shapes).
 MALFORMED_ERRORS = frozenset({"TypeError", "ValueError", "AxisError", "IndexError"})
@@ -237,7 +291,13 @@ def judge(
         return Judgement(blames=tuple(blames), support=support, malformed=True)
     if returned and raised:
         if not numpy_raised:
-            blames.extend(_status(returned, raised, live))
+            # an explicit check refusing the input is the library's stated contract for it
+            for lib in raised:
+                if not internal(live[lib]):
+                    support.setdefault(lib, "refused")
+            failed = [lib for lib in raised if internal(live[lib])]
+            if failed:
+                blames.extend(_status(returned, failed, live))
         elif len(returned) < len(raised):
             # numpy raised a domain error (an empty reduction, a singular matrix) and so did
             # most libraries: returning a value instead is the departure
@@ -262,9 +322,12 @@ def judge(
             values, ref_value = _zero_at(values, ref_value, open_, shape)
         standard = _by_standard(judged, op, inputs, fixed, shape)
         parts = partitions(returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype)
-        # the libraries the standard blamed have no vote on the values
+        # the libraries the standard blamed have no vote on the values; integer results
+        # (a dtype departure of their own) have no NaN, inf or zero sign to vote with
         voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
-        if len(voters) < len(returned):
+        floating = [i for i in voters if _floating(live[returned[i]].value)]
+        masks = ("nan", "inf", "signed-zero")
+        if len(voters) < len(returned) or 0 < len(floating) < len(voters):
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
             if len(voters) >= 2:
                 parts += [
@@ -277,12 +340,38 @@ def judge(
                         input_dtype=input_dtype,
                     )
                     if p.kind not in ("shape", "dtype")
+                    and (p.kind not in masks or len(floating) == len(voters))
+                ]
+            if 2 <= len(floating) < len(voters):
+                parts += [
+                    p
+                    for p in partitions(
+                        [returned[i] for i in floating],
+                        [values[i] for i in floating],
+                        ref_value,
+                        has_ref=has_ref,
+                        input_dtype=input_dtype,
+                    )
+                    if p.kind in masks
+                ]
+            if floating and len(floating) < len(voters):
+                standard = [
+                    *standard,
+                    *_integers_for_nan(
+                        [returned[i] for i in voters if i not in floating],
+                        [values[i] for i in floating],
+                        ref_value if has_ref else None,
+                        [returned[i] for i in floating],
+                    ),
                 ]
         outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
             # int32 against int64 accumulation: values past int32 differ by the dtype policy
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        if not signed_zeros:
+        if not signed_zeros or _complex(outputs):
+            # C99 Annex G fixes a complex result's zero signs only at its special values,
+            # which the standard's cases above judge; elsewhere they follow each library's
+            # formula (1/z as conj(z)/|z|**2 or by Smith's algorithm)
             parts = [p for p in parts if p.kind != "signed-zero"]
         inexact = {lib for lib in returned if not _exact_for(live[lib].value, int_inputs)}
         blames.extend(
@@ -477,7 +566,64 @@ def _outputs(
             blamed[(lib, "value")] = dataclasses.replace(
                 value, detail=f"{value.detail}; {blame.detail}"
             )
+        elif family == "value" and keeps_integers and (lib, "dtype") not in blamed:
+            floats = [
+                o.value
+                for other, o in live.items()
+                if other != lib and o.status == "ok" and _floating(o.value)
+            ]
+            if floats:  # the dtype split no majority decides: still say what it returned
+                blamed[(lib, family)] = dataclasses.replace(
+                    blame, detail=f"{blame.detail}; {lib} returned dtype {kind}"
+                )
     return list(blamed.values())
+
+
+def _floating(value: Any) -> bool:
+    dtype = summaries.dtype_of(value) if isinstance(value, np.ndarray | Summary) else None
+    return dtype is not None and dtype.kind in "fc"
+
+
+def _integers_for_nan(
+    integral: Sequence[str], floats: Sequence[Any], ref: Any, float_libs: Sequence[str]
+) -> list[Blame]:
+    """Libraries that returned integers where the result is NaN: the float64 reference's NaN
+    positions or, without one, those every floating result agrees on (an integer holds no
+    NaN: -2**31 for the variance of nothing is a wrong value, not a dtype policy)."""
+    arrays = [v for v in floats if isinstance(v, np.ndarray) and v.dtype.kind in "fc"]
+    if len(arrays) != len(floats) or not arrays or len({a.shape for a in arrays}) != 1:
+        return []
+    if isinstance(ref, np.ndarray) and ref.dtype.kind in "fc" and ref.shape == arrays[0].shape:
+        want, by = np.isnan(ref), "the float64 reference"
+        confidence: Confidence = "reference"
+    else:
+        masks = [np.isnan(a) for a in arrays]
+        if len(arrays) < 2 or any(not np.array_equal(m, masks[0]) for m in masks):
+            return []
+        want, by, confidence = masks[0], ", ".join(float_libs), "majority"
+    if not want.any():
+        return []
+    n = int(want.sum())
+    return [
+        Blame(
+            kind="nan",
+            library=lib,
+            confidence=confidence,
+            detail=f"nan mask: {lib} returned integers where {by} "
+            f"{'has' if ' ' in by and ',' not in by else 'have'} NaN at {n} "
+            f"position{'s' if n != 1 else ''}",
+        )
+        for lib in integral
+    ]
+
+
+def _complex(values: Sequence[Any]) -> bool:
+    """Whether any result is a complex array."""
+    for v in values:
+        dtype = summaries.dtype_of(v) if isinstance(v, np.ndarray | Summary) else None
+        if dtype is not None and dtype.kind == "c":
+            return True
+    return False
 
 
 def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) -> bool:
@@ -583,7 +729,7 @@ def _by_partition(part: Partition) -> list[Blame]:
             ]
     top = max(len(c.members) for c in classes)
     tops = [c for c in classes if len(c.members) == top]
-    if len(tops) == 1:
+    if 2 * top > sum(len(c.members) for c in classes):  # a majority, not a plurality
         major = tops[0]
         return [
             Blame(kind=kind, library=lib, confidence="majority", detail=part.describe(c, major))
@@ -592,12 +738,13 @@ def _by_partition(part: Partition) -> list[Blame]:
             for lib in part.names(c)
         ]
     sides = "+".join(sorted(part.libs[i] for c in classes for i in c.members))
+    ranked = sorted(classes, key=lambda c: -len(c.members))
     return [
         Blame(
             kind=kind,
             library=sides,
             confidence="split",
-            detail=part.describe(tops[1], tops[0]) + " (an even split, no reference)",
+            detail=part.describe(ranked[1], ranked[0]) + " (no majority, no reference)",
         )
     ]
 

@@ -146,8 +146,10 @@ def triage(
     Past ``max_seconds`` the remaining findings are not minimized (their minimization
     ``stop`` is ``"skipped"``); every finding still gets its trigger by necessity, in batched
     passes over all of them (hangs excepted: their trigger is their case's first). Past
-    ``until`` (a :func:`time.monotonic` time: a time budget's end) those passes stop too, and
-    the findings not reached keep their case's first trigger and dtype.
+    ``until`` (a :func:`time.monotonic` time: a time budget's end) those passes stop too. The
+    passes take one finding of each root (library, callable, kind family) first; a finding
+    not reached takes the trigger found for its root, else its case's first, and keeps its
+    dtype.
     """
 
     def late() -> bool:
@@ -219,7 +221,16 @@ def triage(
                     del options[i]
     # batched re-runs of the minimized cases, then of their trigger variants (most important
     # findings first, as far as the time allows)
+    # one finding of each root first (its most frequent), so that when the time runs out
+    # every root has a trigger the others can fold into
     rerunnable = [i for i, s in enumerate(shrunk) if s.finding.kind != "hang"]
+    firsts: dict[str, int] = {}
+    for i in sorted(rerunnable, key=lambda i: -shrunk[i].finding.occurrences):
+        firsts.setdefault(root_of(shrunk[i].finding), i)
+    leaders = set(firsts.values())
+    rerunnable = [i for i in rerunnable if i in leaders] + [
+        i for i in rerunnable if i not in leaders
+    ]
     progress(f"triggers: re-running {len(rerunnable)} minimized cases and their variants")
     rerun_of: dict[int, Replayed] = {}
     trigger_at: dict[int, str] = {}
@@ -250,10 +261,17 @@ def triage(
         for r in store.findings()
         if r.finding.triaged and r.finding.suspected
     }
+    # a suspected root whose trigger was found: the findings of that root the passes did not
+    # reach have no evidence of another trigger and fold into it (one root cause, counted once)
+    reached: dict[str, int] = {}
+    for i in trigger_at:
+        reached.setdefault(root_of(shrunk[i].finding), i)
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
         trigger = trigger_at.get(i) or trigger_of(f.input_classes)
+        if i not in trigger_at and f.kind != "hang" and root_of(f) in reached:
+            trigger = trigger_at[reached[root_of(f)]]
         final = _final(f, s.current, group, root_of(f), trigger, rerun, known).replace(
             original_case=case_to_jsonable(s.original),
             minimization=s.minimization,
