@@ -401,3 +401,40 @@ def test_integer_results_do_not_vote_on_nan_but_are_wrong_where_nan_is_agreed() 
     ]
     assert ("nan", "mindspore", "majority") in blamed(outs)
     assert ("nan", "mindspore", "reference") in blamed(outs, ok("numpy", np.array(np.nan)))
+
+
+def test_a_numpy_scalar_nan_is_floating_not_an_integer() -> None:
+    """numpy.var of an empty array returns the scalar np.float64(nan): no integer result."""
+    outs = [
+        ok("numpy", np.float64("nan")),
+        ok("mindspore", np.array(np.nan)),
+        ok("mxnet", np.array(np.nan)),
+    ]
+    assert not blamed(outs)
+
+
+def test_integer_results_beyond_their_dtype_are_overflow_not_wrong_values() -> None:
+    """int32 correlate whose exact sum is below -2**31: numpy wraps in int32, tensorflow
+    computes in float32; the reference says the int32 result cannot be right or wrong."""
+    outs = [
+        ok("numpy", np.array([2147483446], np.int32)),
+        ok("mxnet", np.array([2147483446], np.int32)),
+        ok("tensorflow", np.array([-2.147484e09], F32)),
+        ok("mindspore", np.array([-2.147484e09], F32)),
+    ]
+    ref = ok("numpy", np.array([-2147483850.0]))
+    assert not any(kind == "value" for kind, _, _ in blamed(outs, ref))
+
+
+def test_a_complex_input_returned_real_is_one_departure() -> None:
+    """keras correlate of complex64 returns float32 (the imaginary part dropped): one value
+    blame naming the dtype, not a dtype finding and a value finding."""
+    z = np.array([1.6 + 7.5j], np.complex64)
+    outs = [
+        ok("numpy", z),
+        ok("jax", z),
+        ok("mindspore", z),
+        ok("tensorflow", np.array([-0.54], F32)),
+    ]
+    mine = [(k, c) for k, lib, c in blamed(outs, ok("numpy", z.astype(np.complex128)))]
+    assert [k for k, _ in mine if k in ("dtype", "value")] == ["value"]

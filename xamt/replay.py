@@ -185,6 +185,11 @@ def judge_case(
         invalid="out-of-range-axis" in tags,
         signed_zeros=group.family in SIGNED_ZERO_FAMILIES,
         int_inputs=[a for a in array_inputs(case, group) if a.dtype.kind in "iu"],
+        nan_parameter=any(
+            isinstance(v, float | np.floating) and v != v
+            for role, v in case.values.items()
+            if role not in array_roles(group)
+        ),
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)

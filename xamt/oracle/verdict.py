@@ -231,6 +231,7 @@ def judge(
     invalid: bool = False,
     signed_zeros: bool = True,
     int_inputs: Sequence[np.ndarray] = (),
+    nan_parameter: bool = False,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -251,6 +252,8 @@ def judge(
         int_inputs: the case's integer array inputs. A floating result whose dtype cannot
             hold them exactly (2**31 - 1 has no float32 value) differs by conversion alone:
             it is not blamed for its values.
+        nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
+            integer input integer cannot show the NaN it brings, by its promotion policy.
     """
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
@@ -354,7 +357,7 @@ def judge(
                     )
                     if p.kind in masks
                 ]
-            if floating and len(floating) < len(voters):
+            if floating and len(floating) < len(voters) and not nan_parameter:
                 standard = [
                     *standard,
                     *_integers_for_nan(
@@ -374,6 +377,10 @@ def judge(
             # formula (1/z as conj(z)/|z|**2 or by Smith's algorithm)
             parts = [p for p in parts if p.kind != "signed-zero"]
         inexact = {lib for lib in returned if not _exact_for(live[lib].value, int_inputs)}
+        if has_ref:
+            # an integer result whose exact value does not fit its dtype overflows, each
+            # library its own way (numpy's int32 correlate wraps): no wrong value to blame
+            inexact |= {lib for lib in returned if _overflows(live[lib].value, ref_value)}
         blames.extend(
             b
             for b in _outputs(standard, parts, live)
@@ -473,7 +480,7 @@ def _sampled_inputs(
 # Errors that say a library ran out of memory (it answered, but the input is too large).
 MEMORY_ERRORS = re.compile(
     r"MemoryError|ResourceExhausted|RESOURCE_EXHAUSTED|[Oo]ut of memory|Fail(ed)? to alloc|"
-    r"bad_alloc|Cannot allocate|Unable to allocate|OOM",
+    r"bad_alloc|Cannot allocate|Unable to allocate|OOM|[Aa]llocate \w+ ?memory failed",
 )
 
 
@@ -561,7 +568,13 @@ def _outputs(
         mine = live[lib].value if lib in live else None
         kind = summaries.dtype_of(mine) if isinstance(mine, np.ndarray | Summary) else None
         keeps_integers = kind is not None and kind.kind in "iub"
-        if family == "dtype" and value is not None and not blame.split and keeps_integers:
+        changes_kind = kind is not None and kind.kind in "iubfc" and _kind_changed(lib, live)
+        if (
+            family == "dtype"
+            and value is not None
+            and not blame.split
+            and (keeps_integers or changes_kind)
+        ):
             del blamed[(lib, family)]
             blamed[(lib, "value")] = dataclasses.replace(
                 value, detail=f"{value.detail}; {blame.detail}"
@@ -580,8 +593,23 @@ def _outputs(
 
 
 def _floating(value: Any) -> bool:
-    dtype = summaries.dtype_of(value) if isinstance(value, np.ndarray | Summary) else None
+    """Whether a result is a floating (or complex) array or scalar, bfloat16 included."""
+    if isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16"):
+        return True
+    dtype = (
+        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
+    )
     return dtype is not None and dtype.kind in "fc"
+
+
+def _integral(value: Any) -> np.dtype[Any] | None:
+    """The integer (or bool) dtype of an integer result, else None."""
+    if isinstance(value, BFloat16):
+        return None
+    dtype = (
+        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
+    )
+    return dtype if dtype is not None and dtype.kind in "iub" else None
 
 
 def _integers_for_nan(
@@ -615,6 +643,37 @@ def _integers_for_nan(
         )
         for lib in integral
     ]
+
+
+def _kind_changed(lib: str, live: Mapping[str, Outcome]) -> bool:
+    """Whether ``lib``'s result is of another kind (complex, real, integer) than most others'
+    (complex input returned real drops the imaginary part: its dtype and values are one
+    departure)."""
+
+    def kind_of(v: Any) -> str:
+        if isinstance(v, BFloat16) or (isinstance(v, Summary) and v.dtype == "bfloat16"):
+            return "f"
+        d = summaries.dtype_of(v) if isinstance(v, np.ndarray | np.generic | Summary) else None
+        return "" if d is None else ("i" if d.kind in "iu" else d.kind)
+
+    mine = kind_of(live[lib].value)
+    others = [kind_of(o.value) for x, o in live.items() if x != lib and o.status == "ok"]
+    return bool(mine) and bool(others) and 2 * sum(k != mine for k in others) > len(others)
+
+
+def _overflows(value: Any, ref: Any) -> bool:
+    """Whether ``value`` is an integer result and the float64 reference leaves its range."""
+    dtype = _integral(value)
+    if dtype is None or dtype.kind == "b" or isinstance(ref, Summary):
+        return False
+    r = np.asarray(ref) if isinstance(ref, np.ndarray | np.generic | float | int) else None
+    if r is None or r.dtype.kind not in "fc":
+        return False
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        real = r.real if r.dtype.kind == "c" else r
+        finite = real[np.isfinite(real)]
+        return bool(((finite > info.max) | (finite < info.min)).any())
 
 
 def _complex(values: Sequence[Any]) -> bool:
