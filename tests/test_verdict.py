@@ -438,3 +438,23 @@ def test_a_complex_input_returned_real_is_one_departure() -> None:
     ]
     mine = [(k, c) for k, lib, c in blamed(outs, ok("numpy", z.astype(np.complex128)))]
     assert [k for k, _ in mine if k in ("dtype", "value")] == ["value"]
+
+
+def test_a_scalar_result_that_overflows_everywhere_is_an_artefact() -> None:
+    """std of float32 data holding -FLT_MAX: the true 1.1e38 fits float32, but numpy's
+    scalar result is inf (the square overflows) and mxnet's NaN: every answer is an
+    artefact, nobody is blamed, numpy scalars included."""
+    outs = [ok("numpy", np.float32(np.inf)), ok("mxnet", np.array(np.nan, F32))]
+    assert not blamed(outs, ok("numpy", np.float64(1.125378e38)))
+
+
+def test_nan_or_nothing_for_an_empty_reduction_is_a_policy_not_a_made_up_value() -> None:
+    """nanmin over nothing: numpy, jax and mxnet raise; keras answers NaN and fftfreq(0) an
+    empty array: no value invented. paddle's -1.6e13 for amin of nothing is one."""
+    domain = "zero-size array to reduction operation fmin which has no identity"
+    raised = [err(lib, "ValueError", domain) for lib in ("numpy", "jax", "mxnet")]
+    assert not blamed([*raised, ok("tensorflow", np.array([[np.nan]], F32))])
+    assert not blamed([*raised, ok("torch", np.zeros(0, F32))])
+    assert blamed([*raised, ok("paddle", np.array(-1.6e13, F32))]) == {
+        ("status", "paddle", "majority")
+    }

@@ -232,6 +232,7 @@ def judge(
     signed_zeros: bool = True,
     int_inputs: Sequence[np.ndarray] = (),
     nan_parameter: bool = False,
+    judge_values: bool = True,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -252,6 +253,9 @@ def judge(
         int_inputs: the case's integer array inputs. A floating result whose dtype cannot
             hold them exactly (2**31 - 1 has no float32 value) differs by conversion alone:
             it is not blamed for its values.
+        judge_values: whether the values (NaN and inf masks, zero signs, numbers) can be
+            judged; not for a decomposition or transform of non-finite input, whose NaN
+            spreads by each library's algorithm (LAPACK, FFT): only shapes and dtypes are.
         nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
             integer input integer cannot show the NaN it brings, by its promotion policy.
     """
@@ -303,13 +307,17 @@ def judge(
                 blames.extend(_status(returned, failed, live))
         elif len(returned) < len(raised):
             # numpy raised a domain error (an empty reduction, a singular matrix) and so did
-            # most libraries: returning a value instead is the departure
-            blames.extend(_status(returned, raised, live, returned_odd=True))
+            # most libraries: returning a made-up number instead is the departure (NaN, inf,
+            # an empty array or a dtype limit as the answer to "no value" is a policy)
+            made_up = [lib for lib in returned if _made_up(live[lib].value)]
+            if made_up:
+                blames.extend(_status(made_up, raised, live, returned_odd=True))
 
     if len(returned) >= 2:
-        values = [live[lib].value for lib in returned]
+        # a numpy scalar result (numpy.std of a 1-d array) is judged as the 0-d array it is
+        values = [_array(live[lib].value) for lib in returned]
         has_ref = reference is not None and reference.status == "ok"
-        ref_value = reference.value if reference is not None and has_ref else None
+        ref_value = _array(reference.value) if reference is not None and has_ref else None
         shape: tuple[int, ...] | None = None  # the whole shape when judged on samples
         if any(isinstance(v, Summary) for v in [*values, ref_value]):
             # some result came summarized: judge every array on the same sampled positions
@@ -367,6 +375,9 @@ def judge(
                         [returned[i] for i in floating],
                     ),
                 ]
+        if not judge_values:
+            standard = []
+            parts = [p for p in parts if p.kind in ("shape", "dtype")]
         outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
             # int32 against int64 accumulation: values past int32 differ by the dtype policy
@@ -576,8 +587,12 @@ def _outputs(
             and (keeps_integers or changes_kind)
         ):
             del blamed[(lib, family)]
+            # a result of another kind (complex returned real) is a wrong value whatever
+            # NaN it also shows
             blamed[(lib, "value")] = dataclasses.replace(
-                value, detail=f"{value.detail}; {blame.detail}"
+                value,
+                kind="value" if changes_kind and not keeps_integers else value.kind,
+                detail=f"{value.detail} (result dtype {_dtype_name(mine)})",
             )
         elif family == "value" and keeps_integers and (lib, "dtype") not in blamed:
             floats = [
@@ -587,7 +602,7 @@ def _outputs(
             ]
             if floats:  # the dtype split no majority decides: still say what it returned
                 blamed[(lib, family)] = dataclasses.replace(
-                    blame, detail=f"{blame.detail}; {lib} returned dtype {kind}"
+                    blame, detail=f"{blame.detail} (result dtype {kind})"
                 )
     return list(blamed.values())
 
@@ -595,6 +610,8 @@ def _outputs(
 def _floating(value: Any) -> bool:
     """Whether a result is a floating (or complex) array or scalar, bfloat16 included."""
     if isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16"):
+        return True
+    if isinstance(value, float | complex):
         return True
     dtype = (
         summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
@@ -610,6 +627,44 @@ def _integral(value: Any) -> np.dtype[Any] | None:
         summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
     )
     return dtype if dtype is not None and dtype.kind in "iub" else None
+
+
+def _made_up(value: Any) -> bool:
+    """Whether a result holds a finite number that is no dtype limit (a value invented for an
+    input that has none), rather than NaN, inf, an empty array or an identity like INT_MAX."""
+    if isinstance(value, tuple | list):
+        return any(_made_up(v) for v in value)
+    if isinstance(value, BFloat16):
+        value = value.values
+    if not isinstance(value, np.ndarray | np.generic):
+        return isinstance(value, Summary)  # (summarized: large, so not a "no value" answer)
+    a = np.asarray(value)
+    if a.size == 0 or a.dtype.kind not in "iufcb":
+        return False
+    if a.dtype.kind in "iu":
+        info = np.iinfo(a.dtype)
+        return bool(((a != info.max) & (a != info.min)).any())
+    if a.dtype.kind == "b":
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.isfinite(a).any())
+
+
+def _dtype_name(value: Any) -> str:
+    if isinstance(value, BFloat16):
+        return "bfloat16"
+    if isinstance(value, Summary):
+        return value.dtype
+    if isinstance(value, np.ndarray | np.generic):
+        return str(value.dtype)
+    return type(value).__name__
+
+
+def _array(value: Any) -> Any:
+    """A numpy or Python float scalar result as the 0-d array it stands for."""
+    if isinstance(value, np.generic | float | complex) and not isinstance(value, bool):
+        return np.asarray(value)
+    return value
 
 
 def _integers_for_nan(

@@ -148,8 +148,8 @@ def triage(
     passes over all of them (hangs excepted: their trigger is their case's first). Past
     ``until`` (a :func:`time.monotonic` time: a time budget's end) those passes stop too. The
     passes take one finding of each root (library, callable, kind family) first; a finding
-    not reached takes the trigger found for its root, else its case's first, and keeps its
-    dtype.
+    not reached takes the trigger found for its root, else the first of its root's most
+    frequent finding, and keeps its dtype.
     """
 
     def late() -> bool:
@@ -261,17 +261,22 @@ def triage(
         for r in store.findings()
         if r.finding.triaged and r.finding.suspected
     }
-    # a suspected root whose trigger was found: the findings of that root the passes did not
-    # reach have no evidence of another trigger and fold into it (one root cause, counted once)
-    reached: dict[str, int] = {}
-    for i in trigger_at:
-        reached.setdefault(root_of(shrunk[i].finding), i)
+    # a root whose trigger was found: the findings of that root the passes did not reach have
+    # no evidence of another trigger and fold into it (one root cause, counted once); a root
+    # none of whose findings was reached takes its most frequent finding's first trigger
+    root_trigger: dict[str, str] = {}
+    for i in sorted(trigger_at, key=lambda i: -shrunk[i].finding.occurrences):
+        root_trigger.setdefault(root_of(shrunk[i].finding), trigger_at[i])
+    for i in sorted(range(len(shrunk)), key=lambda i: -shrunk[i].finding.occurrences):
+        f = shrunk[i].finding
+        if f.kind != "hang":
+            root_trigger.setdefault(root_of(f), trigger_of(f.input_classes))
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
         trigger = trigger_at.get(i) or trigger_of(f.input_classes)
-        if i not in trigger_at and f.kind != "hang" and root_of(f) in reached:
-            trigger = trigger_at[reached[root_of(f)]]
+        if i not in trigger_at and f.kind != "hang":
+            trigger = root_trigger[root_of(f)]
         final = _final(f, s.current, group, root_of(f), trigger, rerun, known).replace(
             original_case=case_to_jsonable(s.original),
             minimization=s.minimization,
