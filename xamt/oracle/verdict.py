@@ -636,8 +636,10 @@ def _made_up(value: Any) -> bool:
         return any(_made_up(v) for v in value)
     if isinstance(value, BFloat16):
         value = value.values
+    if isinstance(value, Summary):
+        value = value.sample  # (values at sampled positions, bfloat16 as float32)
     if not isinstance(value, np.ndarray | np.generic):
-        return isinstance(value, Summary)  # (summarized: large, so not a "no value" answer)
+        return False
     a = np.asarray(value)
     if a.size == 0 or a.dtype.kind not in "iufcb":
         return False
@@ -673,6 +675,12 @@ def _integers_for_nan(
     """Libraries that returned integers where the result is NaN: the float64 reference's NaN
     positions or, without one, those every floating result agrees on (an integer holds no
     NaN: -2**31 for the variance of nothing is a wrong value, not a dtype policy)."""
+    # summaries of one shape are judged on their samples (the same positions)
+    floats = [
+        v.sample if isinstance(v, Summary) else v.values if isinstance(v, BFloat16) else v
+        for v in floats
+    ]
+    ref = ref.sample if isinstance(ref, Summary) else ref
     arrays = [v for v in floats if isinstance(v, np.ndarray) and v.dtype.kind in "fc"]
     if len(arrays) != len(floats) or not arrays or len({a.shape for a in arrays}) != 1:
         return []
@@ -719,8 +727,10 @@ def _kind_changed(lib: str, live: Mapping[str, Outcome]) -> bool:
 def _overflows(value: Any, ref: Any) -> bool:
     """Whether ``value`` is an integer result and the float64 reference leaves its range."""
     dtype = _integral(value)
-    if dtype is None or dtype.kind == "b" or isinstance(ref, Summary):
+    if dtype is None or dtype.kind == "b":
         return False
+    if isinstance(ref, Summary):
+        ref = ref.sample
     r = np.asarray(ref) if isinstance(ref, np.ndarray | np.generic | float | int) else None
     if r is None or r.dtype.kind not in "fc":
         return False
