@@ -458,3 +458,29 @@ def test_nan_or_nothing_for_an_empty_reduction_is_a_policy_not_a_made_up_value()
     assert blamed([*raised, ok("paddle", np.array(-1.6e13, F32))]) == {
         ("status", "paddle", "majority")
     }
+
+
+def test_an_overflow_on_the_way_to_a_representable_result_is_an_artefact() -> None:
+    """norm of float32 data holding FLT_MAX: the true 3.40282e38 fits float32, numpy and
+    torch square on the way and return inf, mxnet rescales and returns it. Which of them
+    overflows is the question's condition, not a bug: nobody is blamed."""
+    top = float(np.finfo(F32).max)
+    outs = [
+        ok("numpy", np.array([np.inf, 1.0], F32)),
+        ok("torch", np.array([np.inf, 1.0], F32)),
+        ok("mxnet", np.array([top, 1.0], F32)),
+    ]
+    assert not blamed(outs, ok("numpy", np.array([top, 1.0])))
+
+
+def test_the_reference_decides_a_difference_in_result_kind() -> None:
+    """matrix_norm of complex64: numpy returns float32 like the reference, paddle and
+    mindspore complex64 (a majority of two): they are blamed, not numpy."""
+    outs = [
+        ok("numpy", np.array([2.73], F32)),
+        ok("paddle", np.array([1.19 + 1.9j], np.complex64)),
+        ok("mindspore", np.array([2.73 + 0j], np.complex64)),
+    ]
+    got = blamed(outs, ok("numpy", np.array([2.73])), input_dtype="complex64")
+    assert ("dtype", "mindspore", "reference") in got
+    assert not any(lib == "numpy" for _, lib, _ in got)

@@ -233,6 +233,7 @@ def judge(
     int_inputs: Sequence[np.ndarray] = (),
     nan_parameter: bool = False,
     judge_values: bool = True,
+    int_overflow: bool = False,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -256,6 +257,9 @@ def judge(
         judge_values: whether the values (NaN and inf masks, zero signs, numbers) can be
             judged; not for a decomposition or transform of non-finite input, whose NaN
             spreads by each library's algorithm (LAPACK, FFT): only shapes and dtypes are.
+        int_overflow: integer arithmetic whose exact result may leave the dtype's range (a
+            reduction or product of integers near the limits); without a reference its
+            values are not judged.
         nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
             integer input integer cannot show the NaN it brings, by its promotion policy.
     """
@@ -377,6 +381,16 @@ def judge(
                 ]
         if not judge_values:
             standard = []
+            parts = [p for p in parts if p.kind in ("shape", "dtype")]
+        kinds = _by_result_kind(returned, live, reference if has_ref else None, input_dtype)
+        if kinds is not None:
+            # a result of another kind than the float64 reference's (real for complex input,
+            # float counts for a histogram): the reference decides, not a vote
+            parts = [p for p in parts if p.kind != "dtype"]
+            standard = [*standard, *kinds]
+        if int_overflow and not has_ref:
+            # integer arithmetic past the dtype's range with no exact reference: each library
+            # wraps or saturates its own way (implementation-defined), nothing to judge
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
         outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
@@ -653,6 +667,8 @@ def _made_up(value: Any) -> bool:
 
 
 def _dtype_name(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        return "(" + ", ".join(_dtype_name(v) for v in value) + ")"
     if isinstance(value, BFloat16):
         return "bfloat16"
     if isinstance(value, Summary):
@@ -660,6 +676,61 @@ def _dtype_name(value: Any) -> str:
     if isinstance(value, np.ndarray | np.generic):
         return str(value.dtype)
     return type(value).__name__
+
+
+def _leaf_kinds(value: Any) -> tuple[str, ...] | None:
+    """The kind of each leaf of a result: "c" complex, "f" real floating, "i" integer, "b"
+    bool (None for anything else)."""
+    if isinstance(value, tuple | list):
+        parts = [_leaf_kinds(v) for v in value]
+        if any(p is None for p in parts):
+            return None
+        return tuple(k for p in parts if p is not None for k in p)
+    if isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16"):
+        return ("f",)
+    if isinstance(value, float):
+        return ("f",)
+    if isinstance(value, complex):
+        return ("c",)
+    dtype = (
+        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
+    )
+    if dtype is None or dtype.kind not in "biufc":
+        return None
+    return ("i" if dtype.kind in "iu" else dtype.kind,)
+
+
+def _by_result_kind(
+    returned: Sequence[str],
+    live: Mapping[str, Outcome],
+    reference: Outcome | None,
+    input_dtype: str | None,
+) -> list[Blame] | None:
+    """Dtype blames by the float64 reference's result kinds, when the libraries' results
+    differ in kind (not only in width) and the input is floating (its upcast keeps the kind):
+    None when the reference cannot decide."""
+    if reference is None or input_dtype is None:
+        return None
+    want = _leaf_kinds(reference.value)
+    got = {lib: _leaf_kinds(live[lib].value) for lib in returned}
+    if want is None or any(k is None or len(k) != len(want) for k in got.values()):
+        return None
+    if len(set(got.values())) < 2 or want not in got.values():
+        return None
+    names = {"c": "complex", "f": "real floating", "i": "integer", "b": "bool"}
+    right = sorted(lib for lib, k in got.items() if k == want)
+    return [
+        Blame(
+            kind="dtype",
+            library=lib,
+            confidence="reference",
+            detail=f"dtype: {lib} returned {_dtype_name(live[lib].value)} where "
+            f"{', '.join(right)} and the float64 reference return "
+            f"{' and '.join(names[k] for k in dict.fromkeys(want))} results",
+        )
+        for lib, k in sorted(got.items())
+        if k != want
+    ]
 
 
 def _array(value: Any) -> Any:
@@ -785,6 +856,13 @@ def _without_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
     with np.errstate(all="ignore"):
         if kinds <= {"f", "c"}:
             artefact = np.isfinite(ref) & np.all([~np.isfinite(a) for a in arrays], axis=0)
+            # a true result past the square root of the dtype's range: a library that squares
+            # on the way (a norm, a variance) overflows where one that rescales does not; the
+            # condition of the question, not a bug, decides between inf and a finite answer
+            top = min(np.finfo(a.dtype).max for a in arrays)
+            near = (np.abs(ref) > np.sqrt(top)) & (np.abs(ref) <= top)
+            if near.any():
+                artefact |= near & np.any([~np.isfinite(a) for a in arrays], axis=0)
         elif kinds <= {"i", "u"} and ref.dtype.kind == "f" and len({a.dtype for a in arrays}) == 1:
             info = np.iinfo(arrays[0].dtype)
             # from 2**53 on a float64 holds no exact integer: no exact reference there either
@@ -814,6 +892,11 @@ def _sampled_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
     with np.errstate(all="ignore"):
         if kinds <= {"f", "c"}:
             artefact = np.isfinite(ref.sample) & np.all([~np.isfinite(a) for a in samples], axis=0)
+            top = min(np.finfo(a.dtype).max for a in samples)
+            r = np.abs(ref.sample)
+            near = (r > np.sqrt(top)) & (r <= top)
+            if near.any():
+                artefact |= near & np.any([~np.isfinite(a) for a in samples], axis=0)
         elif kinds <= {"i", "u"} and ref.sample.dtype.kind == "f" and len(names) == 1:
             dtype = np.dtype(names.pop())
             info = np.iinfo(dtype)
