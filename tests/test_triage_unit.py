@@ -3,6 +3,8 @@ functions of the case)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from xamt.catalog import model
@@ -131,3 +133,47 @@ def test_the_root_of_a_suspected_bug_ignores_dtype_and_error_type() -> None:
     assert same_root(f) == same_root(f.replace(dtype="float64", error="TypeError: x"))
     assert same_root(f) != same_root(f.replace(trigger="inf"))
     assert same_root(f) != same_root(f.replace(kind="status"))  # another family
+
+
+def test_clip_with_crossed_bounds_is_no_case() -> None:
+    """clip(x, min=0.3, max=-0.0): the standard leaves it unspecified, so tensorflow's 0.3
+    against numpy's -0.0 blames nobody; with min <= max the same departure is a finding."""
+    from xamt.replay import judge_case
+    from xamt.types import Outcome
+
+    group = model.Group(
+        id="clip(x,max,min)",
+        op="clip",
+        family="activation",
+        roles=("x", "max", "min"),
+        dtype="float32",
+        members=(
+            model.Member(library="numpy", api="numpy.clip", args=("x",)),
+            model.Member(library="torch", api="torch.clamp", args=("x",)),
+            model.Member(library="tensorflow", api="tensorflow.clip", args=("x",)),
+        ),
+    )
+    x = np.array([1.0, 2.0], np.float32)
+
+    def outcomes(tf_value: float, right: float) -> dict[str, Outcome]:
+        out = {
+            lib: Outcome(library=lib, api=api, status="ok", value=np.full(2, right, np.float32))
+            for lib, api in (("numpy", "numpy.clip"), ("torch", "torch.clamp"))
+        }
+        tf = np.full(2, tf_value, np.float32)
+        out["tensorflow"] = Outcome(
+            library="tensorflow", api="tensorflow.clip", status="ok", value=tf
+        )
+        return out
+
+    apis = {m.library: m.api for m in group.members}
+    crossed = Case(
+        group=group.id,
+        dtype="float32",
+        value_class="boundary",
+        values={"x": x, "min": 0.3, "max": -0.0},
+        apis=apis,
+    )
+    assert not judge_case(crossed, group, outcomes(0.3, -0.0), None).signed
+    fine = dataclasses.replace(crossed, values={"x": x, "min": 0.0, "max": 0.5})
+    assert judge_case(fine, group, outcomes(0.3, 0.5), None).signed
