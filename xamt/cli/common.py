@@ -101,13 +101,6 @@ class Installer(StrEnum):
     pip = "pip"
 
 
-class Schedule(StrEnum):
-    """How a campaign picks groups: variance-guided, or uniformly (the baseline)."""
-
-    variance = "variance"
-    uniform = "uniform"
-
-
 # --- options declared once -------------------------------------------------------------------
 VariantOpt = Annotated[
     Variant,

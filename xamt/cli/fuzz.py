@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -13,7 +13,6 @@ from xamt.cli.common import (
     CampaignOutOpt,
     CatalogOpt,
     DeadlineOpt,
-    Schedule,
     SeedOpt,
     Variant,
     VariantOpt,
@@ -23,11 +22,11 @@ from xamt.cli.common import (
     say,
     warn,
 )
+from xamt.fuzz import Schedule
 from xamt.workers.pool import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
     from xamt.fuzz.campaign import Progress
-    from xamt.fuzz.run import Schedule as ScheduleName
 
 # The campaign stopped before its budget was spent (Ctrl-C): --resume continues it.
 UNFINISHED_EXIT = 130
@@ -171,7 +170,7 @@ def fuzz(
         group=group,
         shard=shard,
         out_dir=out_dir,
-        schedule=cast("ScheduleName", schedule.value),
+        schedule=schedule,
         resume=resume,
         reproduce_runs=reproduce_runs,
         deadline=deadline,

@@ -12,19 +12,17 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from xamt import envs
 from xamt.catalog import model as catalog_model
 from xamt.errors import UsageError
 from xamt.findings import Document
+from xamt.fuzz import Schedule
 from xamt.fuzz.campaign import Budget, Progress
 from xamt.libraries import check_library, library_names
 from xamt.timing import LibraryTime, Phases, table_lines
 from xamt.workers.pool import DEFAULT_DEADLINE
 
-Schedule = Literal["variance", "uniform"]
-SCHEDULES: tuple[Schedule, ...] = ("variance", "uniform")
 # Seconds of minimization when the budget is a number of cases and no triage budget is given.
 DEFAULT_TRIAGE_SECONDS = 120.0
 # A time budget bounds the whole run (see :func:`plan`): the share spent fuzzing, and the
@@ -96,7 +94,7 @@ class FuzzConfig:
     group: str | None = None
     shard: str = "0/1"
     out_dir: Path = Path("xamt-out")
-    schedule: Schedule = "variance"
+    schedule: Schedule = Schedule.variance
     resume: bool = False
     reproduce_runs: int = 3
     deadline: float = DEFAULT_DEADLINE
@@ -183,7 +181,7 @@ def run_fuzz(
     known = load_known(config.known_differences or DEFAULT_PATH)
     spent: Budget = parse_budget(config.budget)
     shard_spec = parse_shard(config.shard)
-    if config.schedule not in SCHEDULES:
+    if config.schedule not in set(Schedule):
         raise UsageError(f"unknown schedule {config.schedule!r}; choose variance or uniform")
     if config.reproduce_runs < 1 or config.deadline <= 0:
         raise UsageError("--reproduce must be at least 1 and --deadline positive")
