@@ -8,6 +8,8 @@ bugs; recall the share of labelled bugs classified as suspected bugs (targets: b
 Run: ``python bench/quality.py [--budget 60s] [--seed 3] [--out DIR] [--skip-campaign]``.
 The campaign is ``xamt fuzz --budget BUDGET --seed SEED`` over every library; with
 ``--findings FILE`` an existing findings.json is read instead (e.g. an older run, to compare).
+``--corpus FILE`` scores another labelled corpus of the same format, e.g. the public reports:
+``python bench/quality.py --skip-campaign --corpus tests/data/public_reports.json``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from xamt.catalog import model
 from xamt.known import load_known
 from xamt.libraries import library_names
 from xamt.replay import Replay
-from xamt.triage.quality import corpus_groups, evaluate, interpreters, load_corpus
+from xamt.triage.quality import Quality, corpus_groups, evaluate, interpreters, load_corpus
 from xamt.workers.pool import WorkerPool
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "labelled_findings.json"
@@ -67,6 +69,20 @@ def campaign_figures(findings_path: Path) -> list[str]:
     return lines
 
 
+def documented_figures(quality: Quality) -> list[str]:
+    """How the entries labelled documented-difference were classified."""
+    judged = [j for j in quality.judged if j.entry.label == "documented-difference"]
+    if not judged:
+        return []
+    counts = Counter(j.classification for j in judged)
+    line = (
+        f"documented-difference entries: {len(judged)}; classified documented-difference "
+        f"(surfaced with a link) {counts.pop('documented-difference', 0)}, suspected-bug "
+        f"{counts.pop('suspected-bug', 0)}, nothing {counts.pop('none', 0)}"
+    )
+    return [line + "".join(f", {c} {n}" for c, n in sorted(counts.items()))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", default="60s")
@@ -74,6 +90,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--findings", type=Path, default=None)
     parser.add_argument("--skip-campaign", action="store_true")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     opts = parser.parse_args()
     print("$ python bench/quality.py " + " ".join(sys.argv[1:]))
     if opts.findings:
@@ -102,13 +119,13 @@ def main() -> int:
             return 1
         for line in campaign_figures(out / "findings.json"):
             print(line)
-    entries = load_corpus(CORPUS)
+    entries = load_corpus(opts.corpus)
     groups = corpus_groups(entries, model.load())
     pythons = {lib: envs.interpreter(lib) for lib in library_names()}
     with WorkerPool(interpreters(entries, pythons)) as pool:
         pool.start()
         quality = evaluate(entries, Replay(pool, groups), load_known())
-    for line in quality.lines():
+    for line in quality.lines() + documented_figures(quality):
         print(line)
     return 0
 
