@@ -836,8 +836,14 @@ class Store:
                 )
 
     def finding(self, signature: str) -> FindingRow:
-        """One finding by its signature, or a unique prefix of it."""
-        rows = [r for r in self.findings() if r.signature.startswith(signature)]
+        """One finding by its signature, or a unique prefix of it (one indexed query: triage
+        asks for thousands)."""
+        if len(signature) == 16:
+            rows = self._findings("WHERE signature = ?", (signature,), limit=2)
+        else:
+            rows = self._findings(
+                "WHERE substr(signature, 1, ?) = ?", (len(signature), signature), limit=2
+            )
         if len(rows) != 1:
             what = "no finding" if not rows else f"{len(rows)} findings"
             raise UnknownSignature(
@@ -848,19 +854,23 @@ class Store:
 
     def findings(self, campaign: int | None = None) -> list[FindingRow]:
         """All findings, or those seen in ``campaign``, oldest first."""
-        where = ""
-        params: tuple[Any, ...] = ()
-        if campaign is not None:
-            where = (
-                "WHERE signature IN (SELECT signature FROM finding_campaigns WHERE campaign = ?)"
-            )
-            params = (campaign,)
+        if campaign is None:
+            return self._findings("", ())
+        return self._findings(
+            "WHERE signature IN (SELECT signature FROM finding_campaigns WHERE campaign = ?)",
+            (campaign,),
+        )
+
+    def _findings(
+        self, where: str, params: tuple[Any, ...], limit: int | None = None
+    ) -> list[FindingRow]:
         rows = self._query(
             "read findings",
             "SELECT signature, kind, grp, dtype, payload, occurrences, first_seen, last_seen, "
             "(SELECT group_concat(campaign) FROM (SELECT campaign FROM finding_campaigns fc "
             " WHERE fc.signature = f.signature ORDER BY campaign)) "
-            f"FROM findings f {where} ORDER BY first_seen, signature",
+            f"FROM findings f {where} ORDER BY first_seen, signature"
+            + (f" LIMIT {int(limit)}" if limit is not None else ""),
             params,
         )
         return [self._finding_row(row) for row in rows]
