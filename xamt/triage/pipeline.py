@@ -222,15 +222,14 @@ def triage(
     # batched re-runs of the minimized cases, then of their trigger variants (most important
     # findings first, as far as the time allows)
     # one finding of each root first (its most frequent), so that when the time runs out
-    # every root has a trigger the others can fold into
+    # every root has a trigger the others can fold into; suspected bugs before the rest
     rerunnable = [i for i, s in enumerate(shrunk) if s.finding.kind != "hang"]
     firsts: dict[str, int] = {}
     for i in sorted(rerunnable, key=lambda i: -shrunk[i].finding.occurrences):
         firsts.setdefault(root_of(shrunk[i].finding), i)
     leaders = set(firsts.values())
-    rerunnable = [i for i in rerunnable if i in leaders] + [
-        i for i in rerunnable if i not in leaders
-    ]
+    # suspected bugs first (their trigger decides what is filed), each root's leader first
+    rerunnable.sort(key=lambda i: (not shrunk[i].finding.suspected, i not in leaders))
     progress(f"triggers: re-running {len(rerunnable)} minimized cases and their variants")
     rerun_of: dict[int, Replayed] = {}
     trigger_at: dict[int, str] = {}
