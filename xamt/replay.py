@@ -47,10 +47,12 @@ REFERENCE_DTYPES = ("float16", "bfloat16", "float32", "complex64", *INTEGER_DTYP
 # The input classes a finding can need, most specific first: the trigger vocabulary, each
 # trigger with the input-class tags (``xamt.inputs.tags``) it stands for.
 TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
+    # subnormal first: where a subnormal and a NaN or inf are both needed (0 * inf from a
+    # flushed subnormal), the subnormal is the root cause
+    "subnormal": ("subnormal",),
     "nan": ("nan",),
     "inf": ("inf", "neg-inf"),
     "neg-zero": ("neg-zero",),
-    "subnormal": ("subnormal",),
     "dtype-limit": ("dtype-max", "dtype-min"),
     "zero-divisor": ("zero-divisor",),
     "empty": ("empty",),
