@@ -45,6 +45,18 @@ def fuzz(out: Path, *extra: str, budget: str = "240") -> subprocess.Popen[str]:
     )
 
 
+def candidate_statuses(out: Path) -> dict[str, int]:
+    """Candidates by status in ``out``'s store (empty while there is none yet)."""
+    try:
+        db = sqlite3.connect(f"file:{out / 'xamt.sqlite'}?mode=ro", uri=True, timeout=1)
+        try:
+            return dict(db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status"))
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+
+
 def resumable(out: Path) -> bool:
     """Whether `--resume` has a campaign to continue in ``out``."""
     try:
@@ -139,17 +151,17 @@ def test_kill_during_reproduction_then_resume_loses_and_repeats_no_verdict(
 ) -> None:
     out = tmp_path / "killed-in-repro"
     proc = fuzz(out)
-    assert proc.stdout is not None
-    for line in proc.stdout:  # the first chunk of verdicts is committed when this is printed
-        if "reproducing in fresh workers" in line:
+    # kill as soon as the store holds the first chunk of verdicts and candidates still
+    # pending (reproduction commits a chunk at a time; its progress lines are throttled)
+    statuses: dict[str, int] = {}
+    while proc.poll() is None:
+        statuses = candidate_statuses(out)
+        if statuses.get("pending") and len(statuses) > 1:
+            os.killpg(proc.pid, signal.SIGKILL)
             break
-    else:
-        pytest.fail("no reproduction progress line")
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    db = sqlite3.connect(out / "xamt.sqlite")
-    statuses = dict(db.execute("SELECT status, COUNT(*) FROM candidates GROUP BY status"))
-    db.close()
+        time.sleep(0.02)
+    proc.communicate()
+    statuses = candidate_statuses(out)
     assert statuses.get("pending") and len(statuses) > 1, statuses  # killed half-way
     resumed = fuzz(out, "--resume")
     text, _ = resumed.communicate(timeout=600)
