@@ -346,33 +346,27 @@ def judge(
         voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
         floating = [i for i in voters if _floating(live[returned[i]].value)]
         masks = ("nan", "inf", "signed-zero")
+
+        def among(members: Sequence[int]) -> list[Partition]:
+            return partitions(
+                [returned[i] for i in members],
+                [values[i] for i in members],
+                ref_value,
+                has_ref=has_ref,
+                input_dtype=input_dtype,
+            )
+
         if len(voters) < len(returned) or 0 < len(floating) < len(voters):
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
             if len(voters) >= 2:
                 parts += [
                     p
-                    for p in partitions(
-                        [returned[i] for i in voters],
-                        [values[i] for i in voters],
-                        ref_value,
-                        has_ref=has_ref,
-                        input_dtype=input_dtype,
-                    )
+                    for p in among(voters)
                     if p.kind not in ("shape", "dtype")
                     and (p.kind not in masks or len(floating) == len(voters))
                 ]
             if 2 <= len(floating) < len(voters):
-                parts += [
-                    p
-                    for p in partitions(
-                        [returned[i] for i in floating],
-                        [values[i] for i in floating],
-                        ref_value,
-                        has_ref=has_ref,
-                        input_dtype=input_dtype,
-                    )
-                    if p.kind in masks
-                ]
+                parts += [p for p in among(floating) if p.kind in masks]
             if floating and len(floating) < len(voters) and not nan_parameter:
                 standard = [
                     *standard,
