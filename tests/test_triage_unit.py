@@ -177,3 +177,9 @@ def test_clip_with_crossed_bounds_is_no_case() -> None:
     assert not judge_case(crossed, group, outcomes(0.3, -0.0), None).signed
     fine = dataclasses.replace(crossed, values={"x": x, "min": 0.0, "max": 0.5})
     assert judge_case(fine, group, outcomes(0.3, 0.5), None).signed
+    # integer input with a floating bound: also unspecified (mxnet keeps int32, numpy floats)
+    ints = np.array([1, 2], np.int32)
+    mixed = dataclasses.replace(
+        crossed, dtype="int32", values={"x": ints, "min": 0.3}, value_class="ordinary"
+    )
+    assert not judge_case(mixed, group, outcomes(0.3, 1.0), None).signed
