@@ -261,9 +261,9 @@ def judge(
         judge_values: whether the values (NaN and inf masks, zero signs, numbers) can be
             judged; not for a decomposition or transform of non-finite input, whose NaN
             spreads by each library's algorithm (LAPACK, FFT): only shapes and dtypes are.
-        int_overflow: integer arithmetic whose exact result may leave the dtype's range (a
-            reduction or product of integers near the limits); without a reference its
-            values are not judged.
+        int_overflow: integer arithmetic whose partial results may leave the dtype's range
+            (a reduction or product of integers near the limits): integer results are not
+            judged on their values.
         nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
             integer input integer cannot show the NaN it brings, by its promotion policy.
     """
@@ -386,9 +386,10 @@ def judge(
             # float counts for a histogram): the reference decides, not a vote
             parts = [p for p in parts if p.kind != "dtype"]
             standard = [*standard, *kinds]
-        if int_overflow and not has_ref:
-            # integer arithmetic past the dtype's range with no exact reference: each library
-            # wraps or saturates its own way (implementation-defined), nothing to judge
+        if int_overflow and _integer_results(outputs := [live[lib].value for lib in returned]):
+            # integer sums and products whose terms reach the dtype's limits: each library
+            # wraps or saturates its own way, in the partial sums too (signed overflow is
+            # implementation-defined), so even a final value that fits is no evidence
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
         outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
@@ -841,6 +842,11 @@ def _overflows(value: Any, ref: Any) -> bool:
         real = r.real if r.dtype.kind == "c" else r
         finite = real[np.isfinite(real)]
         return bool(((finite > info.max) | (finite < info.min)).any())
+
+
+def _integer_results(values: Sequence[Any]) -> bool:
+    """Whether every result is an integer array (or scalar)."""
+    return all(_integral(_array(v)) is not None for v in values)
 
 
 def _complex(values: Sequence[Any]) -> bool:
