@@ -43,17 +43,10 @@ from xamt.workers.protocol import DTYPE_NAMES, BFloat16
 # reference: low-precision floats and complex, and integers (whose exact results it gives
 # where they fit the integer dtype).
 INTEGER_DTYPES = tuple(name for name in DTYPE_NAMES if name.startswith(("int", "uint")))
-# float64 and complex128 inputs too: numpy's own answer is then the reference (numpy itself is
-# judged there by the standard's special cases only), which a 3-2 vote cannot overrule
-REFERENCE_DTYPES = (
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-    *INTEGER_DTYPES,
-)
+# Every numeric dtype: float64 and complex128 inputs too, where numpy's own answer is the
+# reference (numpy itself is judged there by the standard's special cases only), which a 3-2
+# vote cannot overrule
+REFERENCE_DTYPES = tuple(name for name in DTYPE_NAMES if name != "bool")
 # The input classes a finding can need, most specific first: the trigger vocabulary, each
 # trigger with the input-class tags (``xamt.inputs.tags``) it stands for.
 TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
