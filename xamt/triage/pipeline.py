@@ -199,12 +199,13 @@ def triage(
                 ),
             )
         )
-    # findings not minimized still move to a simpler dtype when they can (a batch per
-    # candidate dtype), so that one root cause met in several dtypes is one finding
+    # suspected bugs not minimized still move to a simpler dtype when they can (a batch per
+    # candidate dtype), so that one root cause met in several dtypes is one filed issue;
+    # documented differences and splits keep their dtype, and the time goes to triggers
     options = {
         i: in_canonical_dtypes(s.current, groups[s.finding.group])
         for i, s in enumerate(shrunk)
-        if s.minimization.stop == "skipped" and s.finding.kind != "hang"
+        if s.minimization.stop == "skipped" and s.finding.kind != "hang" and s.finding.suspected
     }
     for round_ in range(2):
         moves = [(i, found[round_]) for i, found in options.items() if len(found) > round_]
