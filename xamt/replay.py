@@ -222,23 +222,22 @@ def judge_case(
     plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
     op = group.op if plain else ""
     floating = case.dtype if case.dtype in FLOATING_DTYPES else None
+    arrays = array_inputs(case, group)
     judgement = judge(
         outcomes,
         reference,
         op=op,
-        inputs=array_inputs(case, group) if op else (),
+        inputs=arrays if op else (),
         input_dtype=floating,
         exclude={
             lib for lib, api in case.apis.items() if not accepts(group, api, case.dtype, tags)
         },
         invalid="out-of-range-axis" in tags or _clip_unspecified(case, group),
         signed_zeros=group.family in SIGNED_ZERO_FAMILIES,
-        int_inputs=[a for a in array_inputs(case, group) if a.dtype.kind in "iu"],
+        int_inputs=[a for a in arrays if a.dtype.kind in "iu"],
         judge_values=not (
             (group.family == "fft" or NONFINITE_UNJUDGED.fullmatch(group.op) is not None)
-            and any(
-                a.dtype.kind in "fc" and not np.isfinite(a).all() for a in array_inputs(case, group)
-            )
+            and any(a.dtype.kind in "fc" and not np.isfinite(a).all() for a in arrays)
         )
         and not (
             # a sum of float32 values near +-FLT_MAX cancels to anything: its condition

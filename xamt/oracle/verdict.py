@@ -386,12 +386,12 @@ def judge(
             # float counts for a histogram): the reference decides, not a vote
             parts = [p for p in parts if p.kind != "dtype"]
             standard = [*standard, *kinds]
-        if int_overflow and _integer_results(outputs := [live[lib].value for lib in returned]):
+        outputs = [live[lib].value for lib in returned]
+        if int_overflow and _integer_results(outputs):
             # integer sums and products whose terms reach the dtype's limits: each library
             # wraps or saturates its own way, in the partial sums too (signed overflow is
             # implementation-defined), so even a final value that fits is no evidence
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        outputs = [live[lib].value for lib in returned]
         if _integer_widths_differ(parts, outputs):
             # int32 against int64 accumulation: values past int32 differ by the dtype policy
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
@@ -653,26 +653,36 @@ def _outputs(
     return list(blamed.values())
 
 
-def _floating(value: Any) -> bool:
-    """Whether a result is a floating (or complex) array or scalar, bfloat16 included."""
+def _kind(value: Any) -> str:
+    """The kind of one result leaf: "c" complex, "f" real floating (bfloat16 included), "i"
+    integer, "b" bool; "" for anything else. Arrays, summaries, numpy and Python scalars."""
     if isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16"):
-        return True
-    if isinstance(value, float | complex):
-        return True
-    dtype = (
-        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
-    )
-    return dtype is not None and dtype.kind in "fc"
+        return "f"
+    if isinstance(value, float | complex) and not isinstance(value, bool):
+        return "c" if isinstance(value, complex) else "f"
+    dtype = summaries.dtype_of(value)
+    if dtype is None or dtype.kind not in "biufc":
+        return ""
+    return "i" if dtype.kind in "iu" else dtype.kind
+
+
+def _floating(value: Any) -> bool:
+    return _kind(value) in ("f", "c")
 
 
 def _integral(value: Any) -> np.dtype[Any] | None:
     """The integer (or bool) dtype of an integer result, else None."""
+    return summaries.dtype_of(value) if _kind(value) in ("i", "b") else None
+
+
+def _plain(value: Any) -> Any:
+    """A result as the numpy array it can be judged by: a summary's samples, bfloat16's exact
+    float32 values, a scalar's 0-d array (anything else unchanged)."""
+    if isinstance(value, Summary):
+        return value.sample
     if isinstance(value, BFloat16):
-        return None
-    dtype = (
-        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
-    )
-    return dtype if dtype is not None and dtype.kind in "iub" else None
+        return value.values
+    return _array(value)
 
 
 def _made_up(value: Any) -> bool:
@@ -680,13 +690,11 @@ def _made_up(value: Any) -> bool:
     input that has none), rather than NaN, inf, an empty array or an identity like INT_MAX."""
     if isinstance(value, tuple | list):
         return any(_made_up(v) for v in value)
-    if isinstance(value, BFloat16):
-        value = value.values
-    if isinstance(value, Summary):
-        value = value.sample  # (values at sampled positions, bfloat16 as float32)
-    if not isinstance(value, np.ndarray | np.generic):
+    if not isinstance(value, np.ndarray | np.generic | Summary | BFloat16):
         return False
-    a = np.asarray(value)
+    a = _plain(value)  # (a summary: its sampled positions)
+    if not isinstance(a, np.ndarray):
+        return False
     if a.size == 0 or a.dtype.kind not in "iufcb":
         return False
     if a.dtype.kind in "iu":
@@ -718,18 +726,8 @@ def _leaf_kinds(value: Any) -> tuple[str, ...] | None:
         if any(p is None for p in parts):
             return None
         return tuple(k for p in parts if p is not None for k in p)
-    if isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16"):
-        return ("f",)
-    if isinstance(value, float):
-        return ("f",)
-    if isinstance(value, complex):
-        return ("c",)
-    dtype = (
-        summaries.dtype_of(value) if isinstance(value, np.ndarray | np.generic | Summary) else None
-    )
-    if dtype is None or dtype.kind not in "biufc":
-        return None
-    return ("i" if dtype.kind in "iu" else dtype.kind,)
+    kind = _kind(value)
+    return (kind,) if kind else None
 
 
 def _by_result_kind(
@@ -779,11 +777,8 @@ def _integers_for_nan(
     positions or, without one, those every floating result agrees on (an integer holds no
     NaN: -2**31 for the variance of nothing is a wrong value, not a dtype policy)."""
     # summaries of one shape are judged on their samples (the same positions)
-    floats = [
-        v.sample if isinstance(v, Summary) else v.values if isinstance(v, BFloat16) else v
-        for v in floats
-    ]
-    ref = ref.sample if isinstance(ref, Summary) else ref
+    floats = [_plain(v) for v in floats]
+    ref = _plain(ref)
     arrays = [v for v in floats if isinstance(v, np.ndarray) and v.dtype.kind in "fc"]
     if len(arrays) != len(floats) or not arrays or len({a.shape for a in arrays}) != 1:
         return []
@@ -815,15 +810,8 @@ def _kind_changed(lib: str, live: Mapping[str, Outcome]) -> bool:
     """Whether ``lib``'s result is of another kind (complex, real, integer) than most others'
     (complex input returned real drops the imaginary part: its dtype and values are one
     departure)."""
-
-    def kind_of(v: Any) -> str:
-        if isinstance(v, BFloat16) or (isinstance(v, Summary) and v.dtype == "bfloat16"):
-            return "f"
-        d = summaries.dtype_of(v) if isinstance(v, np.ndarray | np.generic | Summary) else None
-        return "" if d is None else ("i" if d.kind in "iu" else d.kind)
-
-    mine = kind_of(live[lib].value)
-    others = [kind_of(o.value) for x, o in live.items() if x != lib and o.status == "ok"]
+    mine = _kind(live[lib].value)
+    others = [_kind(o.value) for x, o in live.items() if x != lib and o.status == "ok"]
     return bool(mine) and bool(others) and 2 * sum(k != mine for k in others) > len(others)
 
 
@@ -832,10 +820,8 @@ def _overflows(value: Any, ref: Any) -> bool:
     dtype = _integral(value)
     if dtype is None or dtype.kind == "b":
         return False
-    if isinstance(ref, Summary):
-        ref = ref.sample
-    r = np.asarray(ref) if isinstance(ref, np.ndarray | np.generic | float | int) else None
-    if r is None or r.dtype.kind not in "fc":
+    r = _plain(ref)
+    if not isinstance(r, np.ndarray) or r.dtype.kind not in "fc":
         return False
     info = np.iinfo(dtype)
     with np.errstate(invalid="ignore"):
@@ -846,16 +832,12 @@ def _overflows(value: Any, ref: Any) -> bool:
 
 def _integer_results(values: Sequence[Any]) -> bool:
     """Whether every result is an integer array (or scalar)."""
-    return all(_integral(_array(v)) is not None for v in values)
+    return all(_kind(v) in ("i", "b") for v in values)
 
 
 def _complex(values: Sequence[Any]) -> bool:
     """Whether any result is a complex array."""
-    for v in values:
-        dtype = summaries.dtype_of(v) if isinstance(v, np.ndarray | Summary) else None
-        if dtype is not None and dtype.kind == "c":
-            return True
-    return False
+    return any(_kind(v) == "c" for v in values)
 
 
 def _integer_widths_differ(parts: Sequence[Partition], values: Sequence[Any]) -> bool:
