@@ -152,6 +152,10 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
 def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:
     """paddle's own message says why it refuses the input ('only support N-D (1<=N<=2)'): that
     is its contract for the input kind (support matrix), not a bug."""
+    celu = err("paddle", "ZeroDivisionError", "alpha cannot be 0 for celu")
+    assert not judge(
+        {x.library: x for x in [ok("numpy", np.array([1.0])), ok("jax", np.array([1.0])), celu]}
+    ).blames
     o = err("paddle", "ValueError", "Input(x) only support N-D (1<=N<=2) tensor in corrcoef")
     assert not refused(o)  # not a dtype refusal ...
     outs = [ok("numpy", np.array([1.0])), ok("torch", np.array([1.0])), o]
@@ -167,6 +171,7 @@ def test_a_failure_inside_the_library_is_a_status_finding() -> None:
         err("mxnet", "MXNetError", "Check failed: i >= 0 && i < ndim(): index = -1"),
         err("tensorflow", "InvalidArgumentError", "TensorArray dtype is int32 but Op is trying"),
         err("paddle", "AssertionError", ""),
+        err("mindspore", "ZeroDivisionError", "float division by zero"),
     ]
     for o in broken:
         outs = [ok("numpy", np.array([1.0])), ok("torch", np.array([1.0])), o]
