@@ -502,3 +502,35 @@ def test_a_wider_result_answers_for_its_own_dtype() -> None:
     ]
     got = blamed(outs, ok("numpy", np.array([2.085925e93, 1.0])), input_dtype="float32")
     assert not any(lib in ("numpy", "mxnet") and kind != "dtype" for kind, lib, _ in got)
+
+
+def test_integer_results_of_a_floating_operation_are_one_value_departure() -> None:
+    """paddle's deg2rad of a bool 0-d array returns bool False where the others return 0.0:
+    equal values, but the same departure as the case where True gives True for 0.01745, so
+    it is a value blame (one finding for both), not a dtype one."""
+    outs = [
+        ok("torch", np.array(0.0, F32)),
+        ok("tensorflow", np.array(0.0, F32)),
+        ok("mindspore", np.array(0.0, F32)),
+        ok("paddle", np.array(False)),
+    ]
+    assert blamed(outs) == {("value", "paddle", "majority")}
+    # a float result where the others keep integers is a promotion: still a dtype blame
+    outs = [ok(lib, np.array(3, np.int32)) for lib in ("numpy", "torch", "paddle")]
+    assert blamed([*outs, ok("mindspore", np.array(3.0, F32))]) == {
+        ("dtype", "mindspore", "majority")
+    }
+
+
+def test_float16_arithmetic_as_numpy_does_it_is_not_blamed() -> None:
+    """sinc of float16 -65504: numpy (and tensorflow) compute pi * x in float16, which
+    overflows, and return NaN; torch computes in float32 and agrees with the float64
+    reference. Answering as numpy does in float16 is float16 arithmetic, not a bug; for
+    float32 input the same split blames tensorflow."""
+    ref = ok("numpy", np.array([0.0]))
+    for dtype, excused in ((np.float16, True), (F32, False)):
+        nan, zero = np.array([np.nan], dtype), np.array([0.0], dtype)
+        outs = [ok("numpy", nan), ok("tensorflow", nan), ok("torch", zero)]
+        got = blamed(outs, ref, input_dtype=np.dtype(dtype).name)
+        assert (got == set()) is excused
+        assert (("nan", "tensorflow", "reference") in got) is not excused
