@@ -227,6 +227,23 @@ def test_agreement_and_group_forming() -> None:
     results = [[a], [a], [far], [far]]
     groups = form_groups(members, results)  # type: ignore[arg-type]
     assert groups == [[0, 1], [2, 3]]  # the odd pair is split off, into a group of its own
+    # a probe (a batch of squares) a member refused agrees with anything; two answers must
+    # agree: numpy.diagonal and numpy.linalg.diagonal read a batch on different axes
+    results = [[a, a], [a, None], [a, far], [a, a]]
+    assert form_groups(members, results) == [[0, 1, 3]]  # type: ignore[arg-type]
+
+
+def test_every_committed_member_binds_its_groups_roles() -> None:
+    """A member that cannot take a group's role (torch.linalg.diagonal has no readable
+    ``offset``) would be called without it and judged against members given it."""
+    unbound = [
+        (g.id, m.api, role)
+        for g in model.load().groups
+        for m in g.members
+        for role in g.roles
+        if role not in m.args and role not in m.kwargs.values()
+    ]
+    assert unbound == []
 
 
 def api(path: str, *params: str) -> dict[str, object]:
@@ -272,6 +289,15 @@ def test_candidate_plans() -> None:
     assert ("sum", ("x", "keepdims", "axis")) in buckets
     # each required set is its own plan: keras' `repeats` does not push numpy and jax out
     assert buckets[("tile", ("x", "reps"))] == {"numpy.tile", "jax.numpy.tile"}
+    # an API whose parameters are unknown joins no plan that gives a role, optional or not
+    inventories["paddle"] = {"apis": [{"path": "paddle.round", "kind": "function", "params": None}]}
+    rounds = {
+        plan.roles: {c.api for c in cands}
+        for (op, plan), cands in candidates(inventories).items()
+        if op == "round"
+    }
+    assert "paddle.round" in rounds[("x",)]
+    assert "paddle.round" not in rounds[("x", "decimals")]
 
 
 def test_canonical_inputs_by_kind() -> None:

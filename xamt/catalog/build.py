@@ -61,6 +61,11 @@ SHAPES = {
     "batched": ((2, 3, 3), (3, 4, 4), (1, 2, 2)),
     "vector": ((3,), (5,), (8,)),
 }
+# Probe shapes: inputs the fuzzer draws for a kind beyond its plain shapes, on which members
+# that agree on the plain shapes may still differ (numpy.diagonal reads a batch of squares on
+# axes 0 and 1, numpy.linalg.diagonal on the last two). A member may refuse a probe; two
+# members that both answer it must agree.
+PROBE_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {"square": ((2, 3, 3),)}
 # Input kinds, tried in order until a member runs: (dtype, shapes). Square kinds hold symmetric
 # positive definite float32 matrices, inside the domain of every linear-algebra operation;
 # vectors are for 1-D operations (polynomials, correlate, vander, bincount).
@@ -141,8 +146,8 @@ class Candidate:
     def fits(self, plan: Plan) -> bool:
         """Whether the API can be called with exactly the roles of ``plan``."""
         b = self.binding
-        if not b.known:
-            return not plan.axis and not plan.scalars
+        if not b.known:  # (no parameters read: it cannot take a role, optional ones included)
+            return not plan.axis and not plan.scalars and not plan.extra
         if b.blocked or self.arity != plan.arrays or (b.sequence is not None) != plan.sequence:
             return False
         given = set(plan.scalars) | set(plan.extra) | ({"axis"} if plan.axis else set())
@@ -205,13 +210,16 @@ def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
     return values
 
 
-def canonical_inputs(plan: Plan, dtype: str, shapes: str = "any") -> list[tuple[np.ndarray, ...]]:
-    """The seeded inputs every member of a plan is validated on, one tuple per shape."""
+def canonical_inputs(
+    plan: Plan, dtype: str, shapes: str = "any", *, probes: bool = False
+) -> list[tuple[np.ndarray, ...]]:
+    """The seeded inputs every member of a plan is validated on, one tuple per shape; with
+    ``probes``, the kind's :data:`PROBE_SHAPES` follow."""
     rng = np.random.default_rng(INPUT_SEED)
     if plan.arrays == 0:
         return [()]  # nothing varies: one call
     sets = []
-    for shape in SHAPES[shapes]:
+    for shape in (*SHAPES[shapes], *(PROBE_SHAPES.get(shapes, ()) if probes else ())):
         arrays = []
         for _ in range(plan.arrays):
             if shapes in ("square", "batched"):
@@ -429,12 +437,17 @@ def _has_array(plain: Any) -> bool:
 def form_groups(members: Sequence[Candidate], results: Sequence[Sequence[Any]]) -> list[list[int]]:
     """Pairwise agreement -> components -> the group-level check (all members agree).
 
-    Returns groups as lists of member indices, each spanning two libraries, deterministic.
+    A result of ``None`` (a probe the member refused) agrees with anything. Returns groups as
+    lists of member indices, each spanning two libraries, deterministic.
     """
     n = len(members)
     agrees = [
         [
-            i == j or all(agree(a, b) for a, b in zip(results[i], results[j], strict=True))
+            i == j
+            or all(
+                a is None or b is None or agree(a, b)
+                for a, b in zip(results[i], results[j], strict=True)
+            )
             for j in range(n)
         ]
         for i in range(n)
@@ -529,16 +542,13 @@ def build(
     groups: list[Group] = []
     unresolved = dict(buckets)
 
-    def n_inputs(plan: Plan) -> int:
-        return len(canonical_inputs(plan, "float32"))
-
     for dtype, shapes in KINDS:
         kind = dtype if shapes == "any" else f"{dtype}-{shapes}"
         if shapes != "any":  # matrices and vectors are for single array arguments
             unresolved = {k: v for k, v in unresolved.items() if k[1].arrays and not k[1].sequence}
         todo = []
         for (_, plan), members in unresolved.items():
-            inputs = canonical_inputs(plan, dtype, shapes)
+            inputs = canonical_inputs(plan, dtype, shapes, probes=True)
             for cand in members:
                 for i, inp in enumerate(inputs):
                     todo.append((_key(cand, plan, kind, i), cand, cand.call(plan, inp)))
@@ -548,20 +558,21 @@ def build(
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
-            runs = {
-                c: [store.results[_key(c, plan, kind, i)] for i in range(n_inputs(plan))]
-                for c in members
-            }
-            ok = [
-                c
-                for c in members
-                if all(r["status"] == "ok" and _has_array(r.get("value", {})) for r in runs[c])
-            ]
-            results = [[r["value"] for r in runs[c]] for c in ok]
+            n = len(canonical_inputs(plan, dtype, shapes, probes=True))
+            plain = len(canonical_inputs(plan, dtype, shapes))
+            runs = {c: [store.results[_key(c, plan, kind, i)] for i in range(n)] for c in members}
+
+            def answered(r: dict[str, Any]) -> bool:
+                return bool(r["status"] == "ok" and _has_array(r.get("value", {})))
+
+            ok = [c for c in members if all(answered(r) for r in runs[c][:plain])]
+            results = [[r["value"] if answered(r) else None for r in runs[c]] for c in ok]
             found = form_groups(ok, results)
             for k, idx in enumerate(found):
                 chosen = [ok[i] for i in idx]
-                name = op if op in alias_map().values() else snake_name(chosen[0].api)
+                # named after an API, the first one that is not an in-place variant
+                named = next((c.api for c in chosen if not c.api.endswith("_")), chosen[0].api)
+                name = op if op in alias_map().values() else snake_name(named)
                 gid = (
                     name
                     + ("[axis]" if plan.axis else "")
