@@ -31,6 +31,7 @@ from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify
+from xamt.oracle import formulas
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
 from xamt.oracle.verdict import Blame, Judgement, judge
 from xamt.outcomes import outcome_summary
@@ -216,8 +217,22 @@ def judge_case(
     reference: Outcome | None,
     trigger: str | None = None,
 ) -> Replayed:
-    """Judge one case's outcomes and sign the blames (trigger: computed from the tags)."""
+    """Judge one case's outcomes and sign the blames (trigger: computed from the tags).
+
+    ``reference``: numpy's answer on the float64 upcast input; for a group without numpy,
+    its formula's (:mod:`xamt.oracle.formulas`) is computed here."""
     tags = tuple(input_classes(case, group))
+    open_positions = None
+    if reference is None and group.reference and needs_reference(case, group):
+        computed = formulas.evaluate(group.reference, upcast(case.values))
+        if computed is not None:
+            reference = Outcome(
+                library="numpy",
+                api=f"xamt.oracle.formulas.{group.reference}",
+                status="ok",
+                value=computed[0],
+            )
+            open_positions = computed[1]
     # the standard's special cases hold for the plain function: no extra parameters
     plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
     op = group.op if plain else ""
@@ -252,6 +267,8 @@ def judge_case(
             for role, v in case.values.items()
             if role not in array_roles(group)
         ),
+        open_positions=open_positions,
+        reference_signs=open_positions is None,
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)

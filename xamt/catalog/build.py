@@ -50,6 +50,7 @@ from xamt.catalog.normalize import (
     snake_name,
 )
 from xamt.libraries import adapter_class, library_names
+from xamt.oracle import formulas
 from xamt.types import Call, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16, Opaque, Summary
@@ -61,11 +62,15 @@ SHAPES = {
     "batched": ((2, 3, 3), (3, 4, 4), (1, 2, 2)),
     "vector": ((3,), (5,), (8,)),
 }
-# Probe shapes: inputs the fuzzer draws for a kind beyond its plain shapes, on which members
-# that agree on the plain shapes may still differ (numpy.diagonal reads a batch of squares on
-# axes 0 and 1, numpy.linalg.diagonal on the last two). A member may refuse a probe; two
-# members that both answer it must agree.
-PROBE_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {"square": ((2, 3, 3),)}
+# Probes: inputs the fuzzer draws beyond the plain canonical ones, on which members that agree
+# on those may still read their arguments differently. A batch of squares: numpy.diagonal
+# takes axes 0 and 1, numpy.linalg.diagonal the last two. Negative values: leaky_relu's
+# default slope is 0.01 in torch, 0.2 in keras and 0.25 in mxnet.nd.LeakyReLU; remainder
+# takes the divisor's sign, fmod the dividend's (the first array only is signed: a negative
+# shift amount is outside the standard's domain). A member may refuse a probe, and only the
+# positions where both answers are finite count: a NaN against a number is a domain policy
+# (log of a negative number) for the fuzzer to judge, not a different operation.
+PROBE_SHAPES: dict[str, tuple[tuple[int, ...], ...]] = {"square": ((2, 3, 3),), "any": ((3, 4),)}
 # Input kinds, tried in order until a member runs: (dtype, shapes). Square kinds hold symmetric
 # positive definite float32 matrices, inside the domain of every linear-algebra operation;
 # vectors are for 1-D operations (polynomials, correlate, vander, bincount).
@@ -219,15 +224,22 @@ def canonical_inputs(
     if plan.arrays == 0:
         return [()]  # nothing varies: one call
     sets = []
-    for shape in (*SHAPES[shapes], *(PROBE_SHAPES.get(shapes, ()) if probes else ())):
+    plain = SHAPES[shapes]
+    extra = PROBE_SHAPES.get(shapes, ()) if probes and dtype != "bool" else ()
+    for k, shape in enumerate((*plain, *extra)):
+        probe = k >= len(plain) and shapes == "any"  # the probe of negative values
         arrays = []
-        for _ in range(plan.arrays):
+        for i in range(plan.arrays):
+            signed = probe and i == 0
             if shapes in ("square", "batched"):
                 arrays.append(spd_matrix(rng, shape))
             elif dtype == "float32":
-                arrays.append(rng.uniform(0.1, 0.9, shape).astype(np.float32))
+                magnitude = rng.uniform(0.1, 0.9, shape)
+                sign = rng.choice((-1.0, 1.0), shape) if signed else 1.0
+                arrays.append((sign * magnitude).astype(np.float32))
             elif dtype == "int32":
-                arrays.append(rng.integers(1, 10, shape).astype(np.int32))
+                sign = rng.choice((-1, 1), shape) if signed else 1
+                arrays.append((sign * rng.integers(1, 10, shape)).astype(np.int32))
             else:
                 arrays.append(rng.integers(0, 2, shape).astype(bool))
         sets.append(tuple(arrays))
@@ -347,8 +359,14 @@ class ProbeStore:
                 fh.write("\n".join(lines) + "\n")
 
 
-def _key(c: Candidate, plan: Plan, kind: str, i: int) -> str:
-    return f"{c.library}|{c.api}|{plan.key}|{kind}|{i}"
+def _key(c: Candidate, plan: Plan, kind: str, inputs: Sequence[np.ndarray]) -> str:
+    """A checkpointed call's key: the API, the plan, the input kind and a digest of the input
+    values (a change of canonical inputs is a new call, not a stale result)."""
+    digest = hashlib.sha256()
+    for a in inputs:
+        digest.update(f"{a.dtype}{a.shape}".encode())
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return f"{c.library}|{c.api}|{plan.key}|{kind}|{digest.hexdigest()[:16]}"
 
 
 def to_plain(value: Any) -> Any:
@@ -421,6 +439,26 @@ def agree(a: Any, b: Any) -> bool:
     return bool(np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True))
 
 
+def agree_where_finite(a: Any, b: Any) -> bool:
+    """:func:`agree` on a probe: the positions where either answer is NaN or infinite do not
+    count (the layouts and kinds still must match)."""
+    if "seq" in a or "seq" in b:
+        return (
+            "seq" in a
+            and "seq" in b
+            and len(a["seq"]) == len(b["seq"])
+            and all(agree_where_finite(x, y) for x, y in zip(a["seq"], b["seq"], strict=True))
+        )
+    if "data" not in a or "data" not in b or a["shape"] != b["shape"]:
+        return False
+    kinds = {np.dtype(a["dtype"]).kind, np.dtype(b["dtype"]).kind}
+    if "b" in kinds and kinds != {"b"}:
+        return False
+    x, y = _numeric(a), _numeric(b)
+    both = np.isfinite(x) & np.isfinite(y)
+    return bool(np.allclose(x[both], y[both], rtol=RTOL, atol=ATOL))
+
+
 def _numeric(plain: dict[str, Any]) -> np.ndarray:
     data = plain["data"]
     if np.dtype(plain["dtype"]).kind == "c":
@@ -434,19 +472,28 @@ def _has_array(plain: Any) -> bool:
     return "data" in plain
 
 
-def form_groups(members: Sequence[Candidate], results: Sequence[Sequence[Any]]) -> list[list[int]]:
+def form_groups(
+    members: Sequence[Candidate], results: Sequence[Sequence[Any]], plain: int | None = None
+) -> list[list[int]]:
     """Pairwise agreement -> components -> the group-level check (all members agree).
 
-    A result of ``None`` (a probe the member refused) agrees with anything. Returns groups as
-    lists of member indices, each spanning two libraries, deterministic.
+    Results past the first ``plain`` ones answer probes (:data:`PROBE_SHAPES`): ``None`` (a
+    probe the member refused) agrees with anything, and the others are compared where both
+    are finite. Returns groups as lists of member indices, each spanning two libraries,
+    deterministic.
     """
     n = len(members)
+
+    def same(a: Any, b: Any, k: int) -> bool:
+        if plain is None or k < plain:
+            return bool(agree(a, b))
+        return a is None or b is None or agree_where_finite(a, b)
+
     agrees = [
         [
             i == j
             or all(
-                a is None or b is None or agree(a, b)
-                for a, b in zip(results[i], results[j], strict=True)
+                same(a, b, k) for k, (a, b) in enumerate(zip(results[i], results[j], strict=True))
             )
             for j in range(n)
         ]
@@ -550,24 +597,24 @@ def build(
         for (_, plan), members in unresolved.items():
             inputs = canonical_inputs(plan, dtype, shapes, probes=True)
             for cand in members:
-                for i, inp in enumerate(inputs):
-                    todo.append((_key(cand, plan, kind, i), cand, cand.call(plan, inp)))
+                for inp in inputs:
+                    todo.append((_key(cand, plan, kind, inp), cand, cand.call(plan, inp)))
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(todo)
         progress(f"{kind}: {len(todo)} calls for {len(unresolved)} buckets")
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
-            n = len(canonical_inputs(plan, dtype, shapes, probes=True))
+            inputs = canonical_inputs(plan, dtype, shapes, probes=True)
             plain = len(canonical_inputs(plan, dtype, shapes))
-            runs = {c: [store.results[_key(c, plan, kind, i)] for i in range(n)] for c in members}
+            runs = {c: [store.results[_key(c, plan, kind, inp)] for inp in inputs] for c in members}
 
             def answered(r: dict[str, Any]) -> bool:
                 return bool(r["status"] == "ok" and _has_array(r.get("value", {})))
 
             ok = [c for c in members if all(answered(r) for r in runs[c][:plain])]
             results = [[r["value"] if answered(r) else None for r in runs[c]] for c in ok]
-            found = form_groups(ok, results)
+            found = form_groups(ok, results, plain)
             for k, idx in enumerate(found):
                 chosen = [ok[i] for i in idx]
                 # named after an API, the first one that is not an in-place variant
@@ -581,8 +628,12 @@ def build(
                     + (f"@{shapes}" if shapes != "any" else "")
                     + (f"~{k + 1}" if k else "")
                 )
+                libs = {c.library for c in chosen}
                 groups.append(
                     Group(
+                        reference=""
+                        if "numpy" in libs
+                        else reference_for(name, plan, dtype, shapes, results[idx[0]]),
                         id=gid,
                         op=name,
                         dtype=dtype,
@@ -602,6 +653,20 @@ def build(
         unresolved = still
     groups.sort(key=lambda g: g.id)
     return Catalog(libraries=versions, groups=tuple(_dedupe_ids(groups)))
+
+
+def reference_for(op: str, plan: Plan, dtype: str, shapes: str, first: Sequence[Any]) -> str:
+    """The float64 formula for ``op`` that agrees with a group's results (``first``: one
+    member's, on :func:`canonical_inputs`) on every plain input; "" if none does."""
+    inputs = canonical_inputs(plan, dtype, shapes)
+    for formula in formulas.BY_OP.get(op, ()):
+        outs = [formulas.evaluate(formula.name, role_values(plan, inp)) for inp in inputs]
+        if all(
+            out is not None and agree(to_plain(out[0]), want)
+            for out, want in zip(outs, first, strict=False)
+        ):
+            return formula.name
+    return ""
 
 
 def _dedupe_ids(groups: list[Group]) -> list[Group]:

@@ -18,6 +18,7 @@ from typing import Any, Literal, get_args
 
 from xamt.errors import XamtError
 from xamt.libraries import library_names
+from xamt.oracle import formulas
 
 SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
@@ -76,6 +77,9 @@ class Group:
     dtype: str
     members: tuple[Member, ...]
     shapes: str = "any"
+    # a float64 formula (xamt.oracle.formulas) that agreed with the members on the canonical
+    # inputs: the reference of a group without numpy; "" for none
+    reference: str = ""
 
     @property
     def libraries(self) -> tuple[str, ...]:
@@ -135,6 +139,8 @@ def to_json(catalog: Catalog) -> str:
 def _compact(group: dict[str, Any]) -> dict[str, Any]:
     if group["shapes"] == "any":
         del group["shapes"]
+    if not group["reference"]:
+        del group["reference"]
     for m in group["members"]:
         for key in ("kwargs", "optional", "args"):
             if not m[key]:
@@ -197,6 +203,11 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
                         f"{where}: member {m.api} uses unknown role {role!r}; "
                         f"roles are {', '.join(vocabulary)}"
                     )
+        if group.reference and group.reference not in formulas.BY_NAME:
+            raise CatalogError(
+                f"{where}: unknown reference formula {group.reference!r}; "
+                f"known: {', '.join(sorted(formulas.BY_NAME))}"
+            )
         if group.shapes not in SHAPE_KINDS:
             raise CatalogError(
                 f"{where}: unknown shapes {group.shapes!r}; known: {', '.join(SHAPE_KINDS)}"
@@ -256,4 +267,5 @@ def _group(raw: dict[str, Any]) -> Group:
         dtype=str(raw["dtype"]),
         members=members,
         shapes=str(raw.get("shapes", "any")),
+        reference=str(raw.get("reference", "")),
     )

@@ -184,6 +184,9 @@ def internal(outcome: Outcome) -> bool:
 # bits of headroom): there, inf against a finite answer is the question's condition.
 NEAR_OVERFLOW = 16.0
 
+# The order partitions report kinds in (compare.partitions), for blames that replace one.
+KIND_ORDER = ("shape", "dtype", "nan", "inf", "signed-zero", "value")
+
 # numpy exceptions that say the call itself is malformed (argument count, type, axis, shapes).
 MALFORMED_ERRORS = frozenset({"TypeError", "ValueError", "AxisError", "IndexError"})
 
@@ -240,6 +243,8 @@ def judge(
     nan_parameter: bool = False,
     judge_values: bool = True,
     int_overflow: bool = False,
+    open_positions: np.ndarray | None = None,
+    reference_signs: bool = True,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -268,6 +273,10 @@ def judge(
             judged on their values.
         nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
             integer input integer cannot show the NaN it brings, by its promotion policy.
+        open_positions: result positions the reference leaves open (a formula's ``silu(-inf)``,
+            0 as a limit and NaN in IEEE arithmetic): not judged, like the standard's open ones.
+        reference_signs: whether the reference's zero signs count (a formula's do not: the
+            libraries' majority decides them).
     """
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
@@ -339,10 +348,22 @@ def judge(
             values, ref_value = _without_artefacts(values, ref_value)
         fixed = _fixed_by_standard(op, inputs)
         open_ = special.open_positions(fixed) if fixed is not None else None
+        if open_positions is not None and open_positions.any():
+            if shape is not None or (open_ is not None and open_.shape != open_positions.shape):
+                has_ref, ref_value = False, None  # (not on samples: the reference steps back)
+            else:
+                open_ = open_positions if open_ is None else open_ | open_positions
         if open_ is not None and open_.any():
             values, ref_value = _zero_at(values, ref_value, open_, shape)
         standard = _by_standard(judged, op, inputs, fixed, shape)
         parts = partitions(returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype)
+        if has_ref and not reference_signs and any(p.kind == "signed-zero" for p in parts):
+            by_vote = partitions(returned, values, has_ref=False, input_dtype=input_dtype)
+            parts = [
+                *(p for p in parts if p.kind != "signed-zero"),
+                *(p for p in by_vote if p.kind == "signed-zero"),
+            ]
+            parts.sort(key=lambda p: KIND_ORDER.index(p.kind))
         # the libraries the standard blamed have no vote on the values; integer results
         # (a dtype departure of their own) have no NaN, inf or zero sign to vote with
         voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]

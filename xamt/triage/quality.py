@@ -12,6 +12,7 @@ suspected bugs that are labelled ``bug``; recall the share of ``bug`` entries pr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -116,14 +117,28 @@ def evaluate(
     known: Sequence[KnownDifference],
 ) -> Quality:
     """Replay every entry's case and judge its library (cases run in batches of
-    :data:`BATCH`, as a campaign runs them)."""
+    :data:`BATCH`, as a campaign runs them). A member the catalog no longer holds (split off
+    by a later build) is left out of its cases; an entry whose own library's member left is
+    classified ``left-catalog``."""
+    cases = [
+        dataclasses.replace(
+            e.case,
+            apis={
+                lib: api
+                for lib, api in e.case.apis.items()
+                if (e.case.group, api) in replay.members
+            },
+        )
+        for e in entries
+    ]
     results = [
-        r
-        for start in range(0, len(entries), BATCH)
-        for r in replay.run([e.case for e in entries[start : start + BATCH]])
+        r for start in range(0, len(cases), BATCH) for r in replay.run(cases[start : start + BATCH])
     ]
     judged = []
-    for entry, result in zip(entries, results, strict=True):
+    for entry, case, result in zip(entries, cases, results, strict=True):
+        if entry.library not in case.apis:
+            judged.append(Judged(entry=entry, suspected=False, classification="left-catalog"))
+            continue
         group = replay.groups[entry.case.group]
         # the library's blames in this case, of the entry's kind family first
         mine = sorted(

@@ -1,0 +1,106 @@
+"""Float64 references for groups without numpy: formulas from the definitions, checked on
+values whose answers are known, with the positions they leave open."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from xamt.oracle import formulas
+from xamt.oracle.verdict import judge
+from xamt.types import Outcome
+
+
+def run(name: str, x: list[float], **params: object) -> tuple[np.ndarray, np.ndarray]:
+    out = formulas.evaluate(name, {"x": np.array(x, np.float32), **params})
+    assert out is not None
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "x", "params", "want"),
+    [
+        ("relu", [-2.0, 3.0, math.inf, -math.inf], {}, [0.0, 3.0, math.inf, 0.0]),
+        ("hardtanh", [-2.0, 0.5, math.inf], {"min": -1.0, "max": 1.0}, [-1.0, 0.5, 1.0]),
+        ("softshrink", [-2.0, 0.2, 2.0], {"lambd": 0.5}, [-1.5, 0.0, 1.5]),
+        ("hardshrink", [-2.0, 0.2, 2.0], {}, [-2.0, 0.0, 2.0]),
+        ("leaky_relu", [-2.0, 3.0], {}, [-0.02, 3.0]),
+        ("leaky_relu_alpha", [-2.0, 3.0], {"alpha": 0.5}, [-1.0, 3.0]),
+        ("elu", [-math.inf, 1.0], {}, [-1.0, 1.0]),
+        ("softplus", [0.0, 100.0, -math.inf], {}, [math.log(2.0), 100.0, 0.0]),
+        ("sigmoid", [0.0, math.inf, -math.inf], {}, [0.5, 1.0, 0.0]),
+        ("logsigmoid", [0.0, -math.inf], {}, [-math.log(2.0), -math.inf]),
+        ("erf", [0.0, math.inf, -math.inf], {}, [0.0, 1.0, -1.0]),
+        ("gammaln", [1.0, 0.0, -1.0, 0.5], {}, [0.0, math.inf, math.inf, math.log(math.pi) / 2]),
+        ("entr", [0.0, 1.0, -1.0, math.e], {}, [0.0, 0.0, -math.inf, -math.e]),
+        ("gelu", [0.0, math.inf], {}, [0.0, math.inf]),
+    ],
+)
+def test_formulas_give_the_definitions_values(
+    name: str, x: list[float], params: dict[str, object], want: list[float]
+) -> None:
+    got, open_ = run(name, x, **params)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert not open_.any()
+
+
+def test_nan_in_gives_nan_out_and_limits_ieee_arithmetic_disagrees_on_are_open() -> None:
+    got, open_ = run("hardtanh", [math.nan, 2.0], min=-1.0, max=1.0)
+    assert math.isnan(got[0]) and got[1] == 1.0
+    got, open_ = run("silu", [-math.inf, 1.0])  # 0 as a limit, NaN as -inf * 0
+    assert open_.tolist() == [True, False]
+
+
+def test_reductions_along_an_axis() -> None:
+    x = np.array([[-math.inf, 1.0], [math.nan, 2.0], [-1.0, -math.inf]], np.float32)
+    got, _ = formulas.evaluate("logcumsumexp", {"x": x, "axis": 0})  # type: ignore[misc]
+    assert got[0, 0] == -math.inf and math.isnan(got[1, 0]) and math.isnan(got[2, 0])
+    np.testing.assert_allclose(got[:, 1], [1.0, np.logaddexp(1.0, 2.0), np.logaddexp(1.0, 2.0)])
+    got, _ = formulas.evaluate("logsumexp", {"x": x, "axis": 1})  # type: ignore[misc]
+    assert math.isnan(got[1]) and got[2] == pytest.approx(-1.0)
+    assert got[0] == pytest.approx(1.0)
+    allinf = np.array([-math.inf, -math.inf])
+    assert formulas.evaluate("logsumexp", {"x": allinf})[0] == -math.inf  # type: ignore[index]
+    _, open_ = formulas.evaluate("softmax", {"x": x[:, 1], "axis": 0})  # type: ignore[misc]
+    assert open_.all()  # an infinite entry: every answer of the slice is a policy
+
+
+def test_what_a_formula_cannot_say_is_none() -> None:
+    x = np.array([1.0], np.float32)
+    assert formulas.evaluate("relu", {"x": x, "alpha": 0.1}) is None  # a role it does not read
+    assert formulas.evaluate("relu", {"x": x.astype(np.complex64)}) is None
+    assert formulas.evaluate("hardtanh", {"x": x, "min": "a"}) is None
+    assert formulas.evaluate("no_such_formula", {"x": x}) is None
+
+
+def ok(lib: str, value: np.ndarray) -> Outcome:
+    return Outcome(library=lib, api=f"{lib}.f", status="ok", value=value)
+
+
+def test_a_formula_reference_outvotes_a_majority_but_not_on_zero_signs() -> None:
+    """logcumsumexp with a NaN: tensorflow and paddle skip it, torch propagates it; the
+    formula sides with torch. Zero signs stay with the majority."""
+    x = np.array([1.0, math.nan, 2.0], np.float32)
+    ref, open_ = formulas.evaluate("logcumsumexp", {"x": x, "axis": 0})  # type: ignore[misc]
+    skip = np.array([1.0, 1.0, np.logaddexp(1.0, 2.0)], np.float32)
+    outs = {
+        "torch": ok("torch", ref.astype(np.float32)),
+        "tensorflow": ok("tensorflow", skip),
+        "paddle": ok("paddle", skip),
+    }
+    reference = ok("numpy", ref)
+    got = judge(outs, reference, open_positions=open_, reference_signs=False)
+    assert {(b.library, b.confidence) for b in got.blames} == {
+        ("tensorflow", "reference"),
+        ("paddle", "reference"),
+    }
+    zeros = {lib: np.array([0.0], np.float32) for lib in ("torch", "tensorflow")}
+    zeros["paddle"] = np.array([-0.0], np.float32)
+    outs = {lib: ok(lib, v) for lib, v in zeros.items()}
+    reference = ok("numpy", np.array([-0.0]))
+    got = judge(outs, reference, open_positions=np.zeros(1, bool), reference_signs=False)
+    assert {(b.kind, b.library, b.confidence) for b in got.blames} == {
+        ("signed-zero", "paddle", "majority")
+    }

@@ -1,0 +1,289 @@
+"""Float64 references for operations numpy lacks: activations, log-sum-exp and a few special
+functions, written from their definitions.
+
+Where numpy is in a group, its own function on the float64 upcast input is the reference. Many
+groups have no numpy member (``hardtanh``, ``softplus``, ``logcumsumexp``, ``erf``...), and
+their cases were decided by vote: two libraries that ignore a NaN outvote the one that
+propagates it. A formula here gives those groups a reference. The catalog build checks each
+formula against the group's members on the canonical inputs (a group whose default
+``negative_slope`` is 0.2 does not get the 0.01 formula) and records the one that agrees as
+the group's ``reference``.
+
+Each formula takes the group's roles as keywords (``x`` and parameters such as ``alpha``,
+``lambd``, ``axis``) and returns the result and the positions it leaves *open*: where the
+definition's limit and its IEEE evaluation differ (``silu(-inf)`` is 0 as a limit and NaN as
+``-inf * sigmoid(-inf)``), nothing decides, and those positions are not judged. NaN in gives
+NaN out everywhere, as the array API standard states for every elementwise function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Result = tuple[np.ndarray, np.ndarray]  # values, open positions (bool, same shape)
+
+
+@dataclass(frozen=True)
+class Formula:
+    """One definition: ``fn(x, **params)`` in float64; ``params`` are the roles it reads, with
+    the value each takes when the case does not give it."""
+
+    name: str
+    fn: Callable[..., Result]
+    params: Mapping[str, Any]
+
+
+def _none(x: np.ndarray) -> np.ndarray:
+    return np.zeros(np.shape(x), bool)
+
+
+def _elementwise(f: Callable[..., np.ndarray], limits: Callable[..., np.ndarray] | None = None):
+    """An elementwise formula: ``f`` on float64; ``limits(x, **params)`` marks open positions."""
+
+    def run(x: np.ndarray, **params: Any) -> Result:
+        with np.errstate(all="ignore"):
+            out = np.asarray(f(x, **params), np.float64)
+            out = np.where(np.isnan(x), np.nan, out)
+        return out, (limits(x, **params) if limits is not None else _none(x))
+
+    return run
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    return np.where(beta * x > threshold, x, np.logaddexp(0.0, beta * x) / beta)
+
+
+def _minus_inf(x: np.ndarray, **_: Any) -> np.ndarray:
+    """``x * f(x)`` with ``f(-inf) = 0``: 0 as a limit, NaN as IEEE arithmetic."""
+    return np.isneginf(x)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _lgamma(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole (0, -1, -2...): log|Gamma| is +inf there
+        return math.inf
+
+
+def _entr(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, -x * np.log(np.where(x > 0, x, 1.0)), np.where(x == 0, 0.0, -np.inf))
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _logsumexp(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> Result:
+    axis = tuple(axis) if isinstance(axis, list) else axis
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+        shift = np.where(np.isfinite(m), m, 0.0)
+        total = np.log(np.sum(np.exp(x - shift), axis=axis, keepdims=True)) + shift
+        out = np.where(np.isinf(m) & ~np.isnan(total), m, total)  # all -inf, or any +inf
+        out = np.where(np.isnan(x).any(axis=axis, keepdims=True), np.nan, out)
+    if not keepdims:
+        out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+    return out, _none(out)
+
+
+def _logcumsumexp(x: np.ndarray, axis: Any = None) -> Result:
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    with np.errstate(all="ignore"):
+        out = np.logaddexp.accumulate(x, axis=int(axis))
+    return out, _none(out)
+
+
+def _softmax(log: bool) -> Callable[..., Result]:
+    def run(x: np.ndarray, axis: Any = -1) -> Result:
+        with np.errstate(all="ignore"):
+            m = np.max(x, axis=axis, keepdims=True)
+            shifted = x - m
+            lse = np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+            out = shifted - lse if log else np.exp(shifted - lse)
+        # an infinite entry makes every answer of its slice a matter of policy
+        open_ = np.broadcast_to(np.isinf(x).any(axis=axis, keepdims=True), x.shape)
+        return out, open_.copy()
+
+    return run
+
+
+_FORMULAS: tuple[tuple[str, Formula], ...] = (
+    ("relu", Formula("relu", _elementwise(lambda x: np.maximum(x, 0.0)), {})),
+    ("relu6", Formula("relu6", _elementwise(lambda x: np.clip(x, 0.0, 6.0)), {})),
+    ("sigmoid", Formula("sigmoid", _elementwise(_sigmoid), {})),
+    ("logsigmoid", Formula("logsigmoid", _elementwise(lambda x: -np.logaddexp(0.0, -x)), {})),
+    ("silu", Formula("silu", _elementwise(lambda x: x * _sigmoid(x), _minus_inf), {})),
+    (
+        "mish",
+        Formula("mish", _elementwise(lambda x: x * np.tanh(np.logaddexp(0.0, x)), _minus_inf), {}),
+    ),
+    ("softsign", Formula("softsign", _elementwise(lambda x: x / (1.0 + np.abs(x))), {})),
+    ("tanhshrink", Formula("tanhshrink", _elementwise(lambda x: x - np.tanh(x)), {})),
+    (
+        "selu",
+        Formula(
+            "selu",
+            _elementwise(lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * np.expm1(x))),
+            {},
+        ),
+    ),
+    (
+        "elu",
+        Formula(
+            "elu",
+            _elementwise(lambda x, alpha: np.where(x > 0, x, alpha * np.expm1(x))),
+            {"alpha": 1.0},
+        ),
+    ),
+    (
+        "celu",
+        Formula(
+            "celu",
+            _elementwise(
+                lambda x, alpha: np.maximum(x, 0.0) + np.minimum(0.0, alpha * np.expm1(x / alpha))
+            ),
+            {"alpha": 1.0},
+        ),
+    ),
+    (
+        "hardtanh",
+        Formula(
+            "hardtanh",
+            _elementwise(lambda x, **p: np.minimum(np.maximum(x, p["min"]), p["max"])),
+            {"min": -1.0, "max": 1.0},
+        ),
+    ),
+    (
+        "hardshrink",
+        Formula(
+            "hardshrink",
+            _elementwise(lambda x, lambd: np.where(np.abs(x) > lambd, x, 0.0)),
+            {"lambd": 0.5},
+        ),
+    ),
+    (
+        "softshrink",
+        Formula(
+            "softshrink",
+            _elementwise(
+                lambda x, lambd: np.where(
+                    x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0.0)
+                )
+            ),
+            {"lambd": 0.5},
+        ),
+    ),
+    (
+        "hardsigmoid",
+        Formula("hardsigmoid", _elementwise(lambda x: np.clip(x + 3.0, 0.0, 6.0) / 6.0), {}),
+    ),
+    (
+        "hardswish",
+        Formula(
+            "hardswish",
+            _elementwise(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, _minus_inf),
+            {},
+        ),
+    ),
+    (
+        "softplus",
+        Formula("softplus", _elementwise(_softplus), {"beta": 1.0, "threshold": 20.0}),
+    ),
+    (
+        "leaky_relu",
+        Formula(
+            "leaky_relu",
+            _elementwise(lambda x, negative_slope: np.where(x >= 0, x, negative_slope * x)),
+            {"negative_slope": 0.01},
+        ),
+    ),
+    (
+        "leaky_relu",
+        Formula(
+            "leaky_relu_alpha",
+            _elementwise(lambda x, alpha: np.where(x >= 0, x, alpha * x)),
+            {"alpha": 0.2},
+        ),
+    ),
+    (
+        "gelu",
+        Formula(
+            "gelu",
+            _elementwise(lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0))), _minus_inf),
+            {},
+        ),
+    ),
+    (
+        "gelu",
+        Formula(
+            "gelu_tanh",
+            _elementwise(
+                lambda x: 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x**3))),
+                _minus_inf,
+            ),
+            {},
+        ),
+    ),
+    ("erf", Formula("erf", _elementwise(_erf), {})),
+    ("erfc", Formula("erfc", _elementwise(lambda x: 1.0 - _erf(x)), {})),
+    (
+        "gammaln",
+        Formula(
+            "gammaln",
+            _elementwise(lambda x: np.vectorize(_lgamma, otypes=[np.float64])(x)),
+            {},
+        ),
+    ),
+    ("entr", Formula("entr", _elementwise(_entr), {})),
+    ("logsumexp", Formula("logsumexp", _logsumexp, {"axis": None, "keepdims": False})),
+    ("logcumsumexp", Formula("logcumsumexp", _logcumsumexp, {"axis": None})),
+    ("softmax", Formula("softmax", _softmax(log=False), {"axis": -1})),
+    ("log_softmax", Formula("log_softmax", _softmax(log=True), {"axis": -1})),
+)
+
+# operation -> the formulas that may define it, tried in order by the catalog build
+BY_OP: dict[str, tuple[Formula, ...]] = {}
+for _op, _f in _FORMULAS:
+    BY_OP[_op] = (*BY_OP.get(_op, ()), _f)
+BY_NAME: dict[str, Formula] = {f.name: f for _, f in _FORMULAS}
+
+
+def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
+    """The formula ``name`` on a case's values, in float64; None where it cannot say: a role
+    it does not read, a complex or bool input, a parameter that is not a real number."""
+    formula = BY_NAME.get(name)
+    x = values.get("x")
+    if formula is None or not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
+        return None
+    params = dict(formula.params)
+    for role, value in values.items():
+        if role == "x":
+            continue
+        if role not in params:
+            return None
+        params[role] = value
+    for role, value in params.items():
+        if role in ("axis", "keepdims"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+            return None
+    try:
+        out, open_ = formula.fn(x.astype(np.float64), **params)
+    except (ValueError, TypeError, IndexError, ZeroDivisionError, np.exceptions.AxisError):
+        return None
+    return np.asarray(out, np.float64), np.asarray(open_, bool)
