@@ -218,6 +218,12 @@ def test_agreement_and_group_forming() -> None:
     assert agree(a, close) and not agree(a, far) and not agree(a, other_shape)
     assert not agree(to_plain(np.array([True])), to_plain(np.array([1.0])))
     assert agree(to_plain((np.ones(2), np.zeros(1))), to_plain([np.ones(2), np.zeros(1)]))
+    # the oracle's tolerances: integers exact (10000 and 10001 are within rtol 1e-4), float64
+    # at 1e-7, a float32 result against a float64 one at float32's
+    ints = [to_plain(np.array([10000, v], np.int32)) for v in (10000, 10001)]
+    assert not agree(ints[0], ints[1])
+    assert not agree(to_plain(np.array([1.0])), to_plain(np.array([1.0 + 1e-6])))
+    assert agree(to_plain(np.array([1.0], np.float32)), to_plain(np.array([1.0 + 1e-6])))
 
     class M:
         def __init__(self, library: str) -> None:

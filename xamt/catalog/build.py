@@ -51,6 +51,7 @@ from xamt.catalog.normalize import (
 )
 from xamt.libraries import adapter_class, library_names
 from xamt.oracle import formulas
+from xamt.oracle.tolerance import TOLERANCE, tolerance
 from xamt.types import Call, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16, Opaque, Summary
@@ -83,7 +84,6 @@ KINDS = (
     ("float32", "vector"),
     ("int32", "vector"),
 )
-RTOL, ATOL = 1e-4, 1e-5
 AXIS = 0
 KEEPDIMS = True  # the non-default value, for the keepdims variant of a reduction
 SEQUENCE_LENGTH = 2  # how many canonical arrays a sequence role gets
@@ -419,35 +419,20 @@ def _result(out: Outcome) -> Any:
     return {"status": "ok", "value": to_plain(out.value)}
 
 
-def agree(a: Any, b: Any) -> bool:
-    """Whether two plain results are the same operation's output on the same inputs."""
+def agree(a: Any, b: Any, *, finite_only: bool = False) -> bool:
+    """Whether two plain results are the same operation's output on the same inputs, within
+    the value oracle's tolerance for their dtypes (:mod:`xamt.oracle.tolerance`: integers
+    exact). ``finite_only`` (a probe): positions where either answer is NaN or infinite do not
+    count; the layouts and kinds still must match."""
     if "seq" in a or "seq" in b:
         return (
             "seq" in a
             and "seq" in b
             and len(a["seq"]) == len(b["seq"])
-            and all(agree(x, y) for x, y in zip(a["seq"], b["seq"], strict=True))
-        )
-    if "data" not in a or "data" not in b:
-        return False
-    if a["shape"] != b["shape"]:
-        return False
-    kinds = {np.dtype(a["dtype"]).kind, np.dtype(b["dtype"]).kind}
-    if "b" in kinds and kinds != {"b"}:
-        return False
-    x, y = _numeric(a), _numeric(b)
-    return bool(np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True))
-
-
-def agree_where_finite(a: Any, b: Any) -> bool:
-    """:func:`agree` on a probe: the positions where either answer is NaN or infinite do not
-    count (the layouts and kinds still must match)."""
-    if "seq" in a or "seq" in b:
-        return (
-            "seq" in a
-            and "seq" in b
-            and len(a["seq"]) == len(b["seq"])
-            and all(agree_where_finite(x, y) for x, y in zip(a["seq"], b["seq"], strict=True))
+            and all(
+                agree(x, y, finite_only=finite_only)
+                for x, y in zip(a["seq"], b["seq"], strict=True)
+            )
         )
     if "data" not in a or "data" not in b or a["shape"] != b["shape"]:
         return False
@@ -455,8 +440,18 @@ def agree_where_finite(a: Any, b: Any) -> bool:
     if "b" in kinds and kinds != {"b"}:
         return False
     x, y = _numeric(a), _numeric(b)
-    both = np.isfinite(x) & np.isfinite(y)
-    return bool(np.allclose(x[both], y[both], rtol=RTOL, atol=ATOL))
+    if kinds == {"b"}:
+        return bool(np.array_equal(x, y))
+    try:
+        rtol, atol = tolerance(a["dtype"], b["dtype"])
+    except KeyError:
+        rtol, atol = TOLERANCE["float32"]
+    with np.errstate(invalid="ignore"):
+        close = np.abs(x - y) <= atol + rtol * np.maximum(np.abs(x), np.abs(y))
+    if finite_only:
+        return bool(np.all(close | ~(np.isfinite(x) & np.isfinite(y))))
+    same = (x == y) | (np.isnan(x) & np.isnan(y))  # equal infinities, NaN with NaN
+    return bool(np.all(close | same))
 
 
 def _numeric(plain: dict[str, Any]) -> np.ndarray:
@@ -487,7 +482,7 @@ def form_groups(
     def same(a: Any, b: Any, k: int) -> bool:
         if plain is None or k < plain:
             return bool(agree(a, b))
-        return a is None or b is None or agree_where_finite(a, b)
+        return a is None or b is None or agree(a, b, finite_only=True)
 
     agrees = [
         [
