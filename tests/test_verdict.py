@@ -147,6 +147,15 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
     assert j.support["mindspore"] == j.support["mxnet"] == "refused" and not j.blames
     spelt = err("mindspore", "TypeError", "For 'diff', 'input' do not support complex64/float64")
     assert judge({o.library: o for o in [*outs[:2], spelt]}).support["mindspore"] == "refused"
+    # a legacy mxnet.nd operator given a 0-d array under numpy shape semantics: a C++ check,
+    # but one that names the input kind the operator has no support for
+    scalar = err(
+        "mxnet",
+        "MXNetError",
+        "Check failed: lshape.ndim() > 0 (0 vs. 0) : scalar tensor is not supported by this "
+        "operator.",
+    )
+    assert judge({o.library: o for o in [*outs[:2], scalar]}).support["mxnet"] == "refused"
 
 
 def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:
