@@ -31,6 +31,7 @@ from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis,
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
+from xamt.oracle.signature import canonical_callable
 from xamt.replay import (
     Replay,
     Replayed,
@@ -45,7 +46,7 @@ from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_res
 from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
 from xamt.types import VALUE_CLASSES, Case
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import ProtocolError
+from xamt.workers.protocol import DTYPE_NAMES, ProtocolError
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
@@ -67,11 +68,14 @@ CANDIDATES_PER_SIGNATURE = 2
 SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
 # The share of its divergence a case earns when every disagreement it shows is policy.
 POLICY_DIVERGENCE = 0.2
-# A library whose worker died, hung or hit the memory cap this often on one API and input dtype
-# is not called again on cases holding the input classes all those deaths had in common: its
-# finding is recorded, and each further call would only cost a deadline and a restart (seconds
-# of importing the library again).
+# A library whose worker died, hung or hit the memory cap this often on one function (its
+# aliases, methods and in-place variants are one: paddle.gcd and paddle.Tensor.gcd) and one
+# family of input dtypes (float16 to float64 take one code path in paddle's gcd loop) is not
+# called again on cases holding the input classes all those deaths had in common: its finding
+# is recorded, and each further call would only cost a deadline and a restart (seconds of
+# importing the library again).
 FATAL_REPEATS = 2
+DTYPE_FAMILIES = {"b": "bool", "i": "integer", "u": "integer", "f": "floating", "c": "complex"}
 FATAL_FAMILIES = ("crash", "hang", "resource")
 # An input that made two or more workers hang or hit the memory cap (a huge requested size) is
 # evidence of nothing (see the verdict) and costs a restart in each: later cases of its group
@@ -515,10 +519,10 @@ class Campaign:
         held = set(triggers_in(tags))
         drop = {
             lib
-            for lib, api, dtype, triggers, seen in keys
+            for lib, function, family, triggers, seen in keys
             if seen >= FATAL_REPEATS
-            and case.apis.get(lib) == api
-            and case.dtype == dtype
+            and lib in case.apis
+            and self._fatal_key(case, lib) == [lib, function, family]
             and set(triggers) <= held
         }
         if not drop or len(case.apis) - len(drop) < 2:
@@ -527,18 +531,26 @@ class Campaign:
         apis = {lib: api for lib, api in case.apis.items() if lib not in drop}
         return dataclasses.replace(case, apis=apis)
 
+    def _fatal_key(self, case: Case, lib: str) -> list[str]:
+        """[library, canonical function, dtype family] of a death (see :data:`FATAL_REPEATS`)."""
+        dtype = case.dtype or ""
+        kind = "f" if dtype == "bfloat16" else np.dtype(dtype).kind if dtype in DTYPE_NAMES else ""
+        family = DTYPE_FAMILIES.get(kind, dtype)
+        return [lib, canonical_callable(lib, self.groups[case.group].op), family]
+
     def _note_fatal(self, case: Case, lib: str, tags: Sequence[str]) -> None:
-        """Count a death of ``lib`` on this case's API and dtype; the trigger classes kept are
-        those every such death had (a worker that dies on several kinds of input of one API
-        is left out of all of them)."""
+        """Count a death of ``lib`` on this case's function and dtype family; the trigger
+        classes kept are those every such death had (a worker that dies on several kinds of
+        input of one function is left out of all of them)."""
         triggers = set(triggers_in(tags))
         keys = self.state.fatal.setdefault(case.group, [])
+        mine = self._fatal_key(case, lib)
         for key in keys:
-            if key[:3] == [lib, case.apis[lib], case.dtype]:
+            if key[:3] == mine:
                 key[3] = sorted(set(key[3]) & triggers)
                 key[4] += 1
                 return
-        keys.append([lib, case.apis[lib], case.dtype, sorted(triggers), 1])
+        keys.append([*mine, sorted(triggers), 1])
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
