@@ -104,3 +104,19 @@ def test_a_formula_reference_outvotes_a_majority_but_not_on_zero_signs() -> None
     assert {(b.kind, b.library, b.confidence) for b in got.blames} == {
         ("signed-zero", "paddle", "majority")
     }
+
+
+@pytest.mark.parametrize("name", sorted(formulas.BY_NAME))
+def test_every_formula_takes_every_boundary_value(name: str) -> None:
+    """The fuzzer's value classes through every formula: an answer or None, never an
+    exception (a formula runs inside the campaign's judging: math.lgamma(3.4e38) raised
+    OverflowError and stopped a campaign)."""
+    info = np.finfo(np.float32)
+    values = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-45, -1e-45, float(info.max)]
+    values += [float(info.min), float(info.tiny), 1.0, -1.0, -3.0, 2**31, -(2**63)]
+    for dtype in (np.float32, np.float64, np.int64):
+        x = np.array(values).astype(dtype) if dtype != np.int64 else np.array([0, -1, 2**62])
+        out = formulas.evaluate(name, {"x": x})
+        assert out is None or (out[0].dtype == np.float64 and out[1].dtype == bool)
+        empty = formulas.evaluate(name, {"x": np.zeros((0, 2), dtype)})
+        assert empty is None or empty[0].dtype == np.float64

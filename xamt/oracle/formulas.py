@@ -74,7 +74,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 def _lgamma(v: float) -> float:
     try:
         return math.lgamma(v)
-    except ValueError:  # a pole (0, -1, -2...): log|Gamma| is +inf there
+    except (ValueError, OverflowError):  # a pole (0, -1, -2...), or beyond float64: +inf
         return math.inf
 
 
@@ -284,6 +284,6 @@ def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
             return None
     try:
         out, open_ = formula.fn(x.astype(np.float64), **params)
-    except (ValueError, TypeError, IndexError, ZeroDivisionError, np.exceptions.AxisError):
-        return None
+    except (ValueError, TypeError, IndexError, ArithmeticError, np.exceptions.AxisError):
+        return None  # (an input the definition cannot take: no reference, not a failure)
     return np.asarray(out, np.float64), np.asarray(open_, bool)
