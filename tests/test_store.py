@@ -491,3 +491,18 @@ def test_store_of_schema_1_is_refused_with_a_way_out(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(StoreError, match=r"older xamt.*start a new store"):
         Store(path)
+
+
+def test_a_signatures_other_candidates_leave_pending_with_its_finding(tmp_path: Path) -> None:
+    """Reproduction runs one candidate per signature; the others take its verdict in the same
+    transaction as the finding, so no kill can leave them pending to be reproduced, and the
+    finding counted, again."""
+    with Store(tmp_path / "s.sqlite") as store:
+        cid = store.start_campaign(name="c", config={})
+        commit(store, cid, 0)
+        first, second = store.pending_candidates(cid)
+        store.set_candidate_status(
+            first.id, "reproduced", 3, 3, finding=finding_payload(), siblings=[second.id]
+        )
+        assert store.pending_candidates(cid) == []
+        assert store.candidate(second.id).status == "reproduced"

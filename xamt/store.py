@@ -632,11 +632,15 @@ class Store:
         *,
         finding: dict[str, Any] | None = None,
         occurrences: int = 1,
+        siblings: Sequence[int] = (),
     ) -> None:
         """Record a candidate's triage: ``status`` is one of :data:`TRIAGE_STATUSES`.
 
         With ``finding`` (the findings.json entry, when status is 'reproduced') the finding is
-        upserted under the candidate's signature and campaign *in the same transaction*.
+        upserted under the candidate's signature and campaign *in the same transaction*, and so
+        are the verdicts of ``siblings``, the other candidates of that signature (reproduction
+        runs one per signature): a run killed after the finding but before them would leave
+        them pending, and a resumed run would reproduce them and count the finding again.
 
         Note:
             Use ``finding=`` rather than a separate :meth:`upsert_finding` in triage: a run
@@ -656,9 +660,9 @@ class Store:
             ).fetchone()
             if row is None:
                 raise StoreError(f"{self.path}: no candidate {candidate_id}")
-            conn.execute(
+            conn.executemany(
                 "UPDATE candidates SET status = ?, reproduced = ?, runs = ? WHERE id = ?",
-                (status, reproduced, runs, candidate_id),
+                [(status, reproduced, runs, cid) for cid in (candidate_id, *siblings)],
             )
             previous, signature, campaign, kind, group, dtype = row
             if finding_json is not None and previous == "pending":

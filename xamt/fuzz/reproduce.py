@@ -202,12 +202,17 @@ def _verdict(
     status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
     finding = to_json(found.replace(reproduced=k, runs=runs)) if status == "reproduced" else None
     occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
-    # the verdict and the finding in one transaction: a kill between them cannot count twice
+    # the verdicts (the signature's other candidates' too) and the finding in one
+    # transaction: a kill between them cannot count twice
     store.set_candidate_status(
-        rep.id, status, k, runs, finding=finding, occurrences=max(occurrences, 1)
+        rep.id,
+        status,
+        k,
+        runs,
+        finding=finding,
+        occurrences=max(occurrences, 1),
+        siblings=[cand.id for cand in by_sig[rep.signature][1:]],
     )
-    for cand in by_sig[rep.signature][1:]:
-        store.set_candidate_status(cand.id, status, k, runs)
     return status
 
 
