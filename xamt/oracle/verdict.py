@@ -186,6 +186,9 @@ def internal(outcome: Outcome) -> bool:
 # bits of headroom): there, inf against a finite answer is the question's condition.
 NEAR_OVERFLOW = 16.0
 
+# Input dtypes numpy computes in below the float64 (complex128) reference's precision: its own
+# answer there shows what that dtype's arithmetic gives (see _by_partition).
+NUMPY_NATIVE = frozenset({"float16", "float32", "complex64"})
 # The order partitions report kinds in (compare.partitions), for blames that replace one.
 KIND_ORDER = ("shape", "dtype", "nan", "inf", "signed-zero", "value")
 
@@ -432,7 +435,7 @@ def judge(
             inexact |= {lib for lib in returned if _overflows(live[lib].value, ref_value)}
         blames.extend(
             b
-            for b in _outputs(standard, parts, live, half=input_dtype == "float16")
+            for b in _outputs(standard, parts, live, native=input_dtype in NUMPY_NATIVE)
             if not (b.family == "value" and b.library in inexact)
             and not (
                 # a wider result judged against the reference rounded to a narrower one
@@ -638,14 +641,14 @@ def _outputs(
     parts: Sequence[Partition],
     live: Mapping[str, Outcome],
     *,
-    half: bool = False,
+    native: bool = False,
 ) -> list[Blame]:
     """One blame per library and family; a library that returns integers where the others
     return floats, and wrong values because of it (integers in, truncated integers out),
-    shows one misbehaviour: the value blame stays, naming the dtype too. ``half``: the input
-    is float16 (see :func:`_by_partition`)."""
+    shows one misbehaviour: the value blame stays, naming the dtype too. ``native``: see
+    :func:`_by_partition`."""
     blamed: dict[tuple[str, str], Blame] = {}  # (library, family)
-    for blame in [*standard, *(b for part in parts for b in _by_partition(part, half=half))]:
+    for blame in [*standard, *(b for part in parts for b in _by_partition(part, native=native))]:
         sides = blame.library.split("+")
         if blame.split and any((lib, blame.family) in blamed for lib in sides):
             continue
@@ -971,20 +974,21 @@ def _sampled_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
     return [summaries.zeroed(v, artefact) for v in values], summaries.zeroed(ref, artefact)
 
 
-def _by_partition(part: Partition, *, half: bool = False) -> list[Blame]:
+def _by_partition(part: Partition, *, native: bool = False) -> list[Blame]:
     """The blames of one output kind's classes: by the reference where there is one, else by
     a strict majority, else one split.
 
-    ``half``: the input is float16. numpy computes float16 in float16 (``pi * x`` overflows
-    to inf at x = -65504 in ``sinc``; ``unwrap``'s differences round to float16's 11 bits),
-    so where numpy's own answer departs from the float64 reference, the departure is float16
-    arithmetic, not a library's: the libraries answering as numpy does are not blamed.
+    ``native``: the input's dtype is one numpy computes in (:data:`NUMPY_NATIVE`: ``pi * x``
+    overflows to inf at x = -FLT_MAX in ``sinc``; ``unwrap``'s differences round to float16's
+    11 bits), so where numpy's own answer departs from the float64 reference, the departure is
+    that dtype's arithmetic, not a library's: the libraries answering as numpy does are not
+    blamed.
     """
     classes = list(part.classes)
     kind: Kind = part.kind  # type: ignore[assignment]
-    if half and "numpy" in part.libs:
-        native = part.libs.index("numpy")
-        classes = [c for c in classes if c.ref is not False or native not in c.members]
+    if native and "numpy" in part.libs:
+        at = part.libs.index("numpy")
+        classes = [c for c in classes if c.ref is not False or at not in c.members]
     if any(c.ref is not None for c in classes) and kind != "dtype":
         right = [c for c in classes if c.ref]
         right_libs = {lib for c in right for lib in part.names(c)}
