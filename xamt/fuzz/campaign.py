@@ -517,12 +517,12 @@ class Campaign:
             return case
         tags = input_classes(case, self.groups[case.group])
         held = set(triggers_in(tags))
+        mine = {lib: self._fatal_key(case, lib) for lib in case.apis}
         drop = {
             lib
             for lib, function, family, triggers, seen in keys
             if seen >= FATAL_REPEATS
-            and lib in case.apis
-            and self._fatal_key(case, lib) == [lib, function, family]
+            and mine.get(lib) == [lib, function, family]
             and set(triggers) <= held
         }
         if not drop or len(case.apis) - len(drop) < 2:
