@@ -183,3 +183,48 @@ def test_clip_with_crossed_bounds_is_no_case() -> None:
         crossed, dtype="int32", values={"x": ints, "min": 0.3}, value_class="ordinary"
     )
     assert not judge_case(mixed, group, outcomes(0.3, 1.0), None).signed
+
+
+def test_a_group_formula_decides_unless_a_parameter_is_nan() -> None:
+    """celu in a group without numpy: the formula is the reference (tensorflow's NaN for
+    celu(1.0) is wrong against torch, paddle and the formula), except with alpha = NaN, where
+    the definition's min(0, NaN) has no one answer: a vote then, and a 2-2 tie is a split."""
+    from xamt.replay import judge_case
+    from xamt.types import Outcome
+
+    libs = ("torch", "tensorflow", "paddle", "mindspore")
+    group = model.Group(
+        id="celu[alpha]",
+        op="celu",
+        family="activation",
+        roles=("x", "alpha"),
+        dtype="float32",
+        members=tuple(model.Member(library=lib, api=f"{lib}.celu", args=("x",)) for lib in libs),
+        reference="celu",
+    )
+    x = np.array([1.0, -1.0], np.float32)
+    right = np.array([1.0, np.expm1(-1.0)], np.float32)
+    wrong = np.array([np.nan, np.expm1(-1.0)], np.float32)
+
+    def outcomes(tf: np.ndarray, mindspore: np.ndarray) -> dict[str, Outcome]:
+        values = {"torch": right, "tensorflow": tf, "paddle": right, "mindspore": mindspore}
+        return {
+            lib: Outcome(library=lib, api=f"{lib}.celu", status="ok", value=v)
+            for lib, v in values.items()
+        }
+
+    case = Case(
+        group=group.id,
+        dtype="float32",
+        value_class="ordinary",
+        values={"x": x, "alpha": 1.0},
+        apis={lib: f"{lib}.celu" for lib in libs},
+    )
+    blamed = judge_case(case, group, outcomes(wrong, wrong), None).judgement.blames
+    assert {(b.library, b.confidence) for b in blamed} == {
+        ("tensorflow", "reference"),
+        ("mindspore", "reference"),
+    }
+    nan = dataclasses.replace(case, values={"x": x, "alpha": float("nan")})
+    blamed = judge_case(nan, group, outcomes(wrong, wrong), None).judgement.blames
+    assert [b.confidence for b in blamed] == ["split"]

@@ -222,8 +222,15 @@ def judge_case(
     ``reference``: numpy's answer on the float64 upcast input; for a group without numpy,
     its formula's (:mod:`xamt.oracle.formulas`) is computed here."""
     tags = tuple(input_classes(case, group))
+    nan_parameter = any(
+        isinstance(v, float | np.floating) and v != v
+        for role, v in case.values.items()
+        if role not in array_roles(group)
+    )
     open_positions = None
-    if reference is None and group.reference and needs_reference(case, group):
+    # (a NaN parameter leaves a definition to the min/max it uses: fmin(0, NaN) is 0, IEEE
+    # minimum NaN; celu(x, alpha=NaN) has no one answer)
+    if reference is None and group.reference and not nan_parameter and needs_reference(case, group):
         computed = formulas.evaluate(group.reference, upcast(case.values))
         if computed is not None:
             reference = Outcome(
@@ -262,11 +269,7 @@ def judge_case(
             and bool({"dtype-max", "dtype-min"} & set(tags))
         ),
         int_overflow=group.family in AGGREGATES and "int-overflow" in tags,
-        nan_parameter=any(
-            isinstance(v, float | np.floating) and v != v
-            for role, v in case.values.items()
-            if role not in array_roles(group)
-        ),
+        nan_parameter=nan_parameter,
         open_positions=open_positions,
         reference_signs=open_positions is None,
     )
