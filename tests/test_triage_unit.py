@@ -188,7 +188,7 @@ def test_clip_with_crossed_bounds_is_no_case() -> None:
 def test_a_group_formula_decides_unless_a_parameter_is_nan() -> None:
     """celu in a group without numpy: the formula is the reference (tensorflow's NaN for
     celu(1.0) is wrong against torch, paddle and the formula), except with alpha = NaN, where
-    the definition's min(0, NaN) has no one answer: a vote then, and a 2-2 tie is a split."""
+    the definition's min(0, NaN) has no one answer: no reference, and no NaN mask judged."""
     from xamt.replay import judge_case
     from xamt.types import Outcome
 
@@ -226,5 +226,55 @@ def test_a_group_formula_decides_unless_a_parameter_is_nan() -> None:
         ("mindspore", "reference"),
     }
     nan = dataclasses.replace(case, values={"x": x, "alpha": float("nan")})
-    blamed = judge_case(nan, group, outcomes(wrong, wrong), None).judgement.blames
-    assert [b.confidence for b in blamed] == ["split"]
+    assert not judge_case(nan, group, outcomes(wrong, wrong), None).judgement.blames
+
+
+def test_a_deliberate_refusal_a_known_difference_names_is_a_documented_finding() -> None:
+    """torch raises ZeroDivisionError for an integer remainder by zero where numpy returns 0:
+    a support gap, no bug, but the documented integer-division-by-zero policy, so it is
+    signed and classified documented-difference; a refusal no entry names is not signed."""
+    from xamt.known import load_known
+    from xamt.replay import classify_blame, judge_case
+    from xamt.types import ErrorInfo, Outcome
+
+    group = model.Group(
+        id="remainder@int32",
+        op="remainder",
+        family="elementwise",
+        roles=("x1", "x2"),
+        dtype="int32",
+        members=(
+            model.Member(library="numpy", api="numpy.remainder", args=("x1", "x2")),
+            model.Member(library="torch", api="torch.remainder", args=("x1", "x2")),
+            model.Member(library="jax", api="jax.numpy.remainder", args=("x1", "x2")),
+        ),
+    )
+    case = Case(
+        group=group.id,
+        dtype="int32",
+        value_class="boundary",
+        values={"x1": np.array([5, 7], np.int32), "x2": np.array([0, 2], np.int32)},
+        apis={m.library: m.api for m in group.members},
+    )
+    zeros = np.array([0, 1], np.int32)
+
+    def outcomes(message: str) -> dict[str, Outcome]:
+        error = ErrorInfo(type="ZeroDivisionError", message=message)
+        return {
+            "numpy": Outcome(library="numpy", api="numpy.remainder", status="ok", value=zeros),
+            "jax": Outcome(library="jax", api="jax.numpy.remainder", status="ok", value=zeros),
+            "torch": Outcome(library="torch", api="torch.remainder", status="error", error=error),
+        }
+
+    replayed = judge_case(case, group, outcomes("ZeroDivisionError"), None)
+    assert replayed.judgement.support["torch"] == "refused" and not replayed.judgement.blames
+    (signed,) = replayed.signed
+    assert signed.blame.library == "torch" and signed.blame.kind == "status"
+    classification, entry = classify_blame(load_known(), signed, case, group)
+    assert classification == "documented-difference" and entry is not None
+    assert entry.id == "integer-division-by-zero-raises"
+    # the same refusal with no entry naming it (another operation): support matrix only
+    other = dataclasses.replace(group, op="gcd", id="gcd@int32")
+    assert not judge_case(
+        dataclasses.replace(case, group="gcd@int32"), other, outcomes("ZeroDivisionError"), None
+    ).signed

@@ -17,6 +17,7 @@ Note:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from xamt.catalog.normalize import scalar_value
 from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
-from xamt.known import Facts, KnownDifference, classify
+from xamt.known import Facts, KnownDifference, classify, load_known
 from xamt.oracle import formulas
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
 from xamt.oracle.verdict import Blame, Judgement, judge
@@ -216,8 +217,13 @@ def judge_case(
     outcomes: Mapping[str, Outcome],
     reference: Outcome | None,
     trigger: str | None = None,
+    known: Sequence[KnownDifference] | None = None,
 ) -> Replayed:
     """Judge one case's outcomes and sign the blames (trigger: computed from the tags).
+
+    A deliberate refusal (a support gap, no bug) is signed too where a known difference
+    names it (``known``, default the shipped baseline): torch's ZeroDivisionError for an
+    integer remainder by zero is a documented policy the report lists with its link.
 
     ``reference``: numpy's answer on the float64 upcast input; for a group without numpy,
     its formula's (:mod:`xamt.oracle.formulas`) is computed here."""
@@ -275,6 +281,14 @@ def judge_case(
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
+    if judgement.refusals:
+        baseline = default_known() if known is None else known
+        refusals = (sign(case, group, b, chosen) for b in judgement.refusals)
+        signed += tuple(
+            s
+            for s in refusals
+            if classify_blame(baseline, s, case, group)[0] == "documented-difference"
+        )
     return Replayed(
         case=case,
         outcomes=dict(outcomes),
@@ -304,7 +318,7 @@ class Submitted:
     def collect(self) -> list[Replayed]:
         outcomes, references = self.outcomes()
         return [
-            judge_case(c, self.replay.groups[c.group], o, r)
+            judge_case(c, self.replay.groups[c.group], o, r, known=self.replay.known)
             for c, o, r in zip(self.cases, outcomes, references, strict=True)
         ]
 
@@ -312,8 +326,14 @@ class Submitted:
 class Replay:
     """Runs cases of ``groups`` on a started pool."""
 
-    def __init__(self, pool: WorkerPool, groups: Mapping[str, Group] | Sequence[Group]) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        groups: Mapping[str, Group] | Sequence[Group],
+        known: Sequence[KnownDifference] | None = None,
+    ) -> None:
         self.pool = pool
+        self.known = known  # the known differences that name documented refusals
         self.groups: dict[str, Group] = (
             dict(groups) if isinstance(groups, Mapping) else {g.id: g for g in groups}
         )
@@ -464,6 +484,12 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
                 values[role] = canonical
                 changed = True
     return dataclasses.replace(case, values=values) if changed else None
+
+
+@functools.cache
+def default_known() -> list[KnownDifference]:
+    """The shipped known-differences baseline, read once."""
+    return load_known()
 
 
 def classify_blame(

@@ -239,8 +239,8 @@ class Campaign:
         self.config = config
         self.groups = {g.id: g for g in groups}
         self.libraries = {m.library for g in groups for m in g.members}
-        self.replay = Replay(pool, self.groups)
         self.known = list(known) if known is not None else load_known()
+        self.replay = Replay(pool, self.groups, self.known)
         self.pool = pool
         self.store = store
         arms = [(g.id, d, v) for g in groups for d in fuzz_dtypes(g) for v in VALUE_CLASSES]
@@ -558,7 +558,7 @@ class Campaign:
             outcomes, references = batch.submitted.outcomes()
         with self.state.phases.timed("judge"):
             replayed = [
-                judge_case(c, self.groups[c.group], o, r)
+                judge_case(c, self.groups[c.group], o, r, known=self.known)
                 for c, o, r in zip(cases, outcomes, references, strict=True)
             ]
             case_records, candidates = self._account(picks, cases, replayed)

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from xamt import memory
 from xamt.catalog.model import Group
 from xamt.findings import Finding, FindingsError, decode_case, from_json, to_json
+from xamt.known import KnownDifference
 from xamt.paths import check_signature
 from xamt.replay import Replay, Submitted
 from xamt.store import CandidateRow, Store, StoreError
@@ -60,6 +61,7 @@ def reproduce(
     until: float | None = None,
     first: WorkerPool | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    known: Sequence[KnownDifference] | None = None,
 ) -> ReproSummary:
     """Reproduce the campaign's pending candidates; record verdicts and findings.
 
@@ -127,7 +129,7 @@ def reproduce(
                 upcoming = new_pool(libs)  # the next run's fresh workers load meanwhile
             try:
                 pool.start()
-                replay = Replay(pool, groups)
+                replay = Replay(pool, groups, known)
                 chunks = [todo[i : i + CHUNK] for i in range(0, len(todo), CHUNK)]
                 # chunks pipelined (as a campaign's batches): a library that hangs or restarts
                 # on one chunk does not keep the others idle

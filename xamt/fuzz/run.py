@@ -253,6 +253,7 @@ def run_fuzz(
                     until=steps.reproduce_until,
                     first=fresh,
                     progress=lambda m: on_progress(f"  {m}"),
+                    known=known,
                 )
             pending = repro.pending
             on_progress(

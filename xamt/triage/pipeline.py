@@ -156,7 +156,7 @@ def triage(
         return until is not None and time.monotonic() >= until
 
     started = time.monotonic()
-    replay = Replay(pool, groups)
+    replay = Replay(pool, groups, known)
     predicate = pool_predicate(replay)
     rows = [r for r in store.findings(campaign) if r.group in groups]
     # suspected bugs first, most severe first: the minimization budget goes where a
@@ -338,7 +338,7 @@ def _final(
 ) -> Finding:
     """The finding as the minimized case shows it, signed with its trigger and classified."""
     again = (
-        judge_case(case, group, rerun.outcomes, rerun.reference, trigger=trigger)
+        judge_case(case, group, rerun.outcomes, rerun.reference, trigger=trigger, known=known)
         if rerun is not None
         else None
     )
