@@ -13,17 +13,18 @@ from xamt.triage.minimize import element_count, minimize
 from xamt.triage.pipeline import needed_trigger
 from xamt.types import Case
 
-GROUP = model.Group(
-    id="add",
-    op="add",
-    family="elementwise",
-    roles=("x1", "x2"),
-    dtype="float32",
-    members=(
-        model.Member(library="numpy", api="numpy.add", args=("x1", "x2")),
-        model.Member(library="torch", api="torch.add", args=("x1", "x2")),
-    ),
-)
+
+def binary_group(gid: str, op: str, dtype: str, apis: dict[str, str]) -> model.Group:
+    """An elementwise group of two array roles, one member per library."""
+    members = tuple(
+        model.Member(library=lib, api=api, args=("x1", "x2")) for lib, api in apis.items()
+    )
+    return model.Group(
+        id=gid, op=op, family="elementwise", roles=("x1", "x2"), dtype=dtype, members=members
+    )
+
+
+GROUP = binary_group("add", "add", "float32", {"numpy": "numpy.add", "torch": "torch.add"})
 
 
 def case(x1: np.ndarray, x2: np.ndarray, **extra: object) -> Case:
@@ -237,18 +238,8 @@ def test_a_deliberate_refusal_a_known_difference_names_is_a_documented_finding()
     from xamt.replay import classify_blame, judge_case
     from xamt.types import ErrorInfo, Outcome
 
-    group = model.Group(
-        id="remainder@int32",
-        op="remainder",
-        family="elementwise",
-        roles=("x1", "x2"),
-        dtype="int32",
-        members=(
-            model.Member(library="numpy", api="numpy.remainder", args=("x1", "x2")),
-            model.Member(library="torch", api="torch.remainder", args=("x1", "x2")),
-            model.Member(library="jax", api="jax.numpy.remainder", args=("x1", "x2")),
-        ),
-    )
+    apis = {"numpy": "numpy.remainder", "torch": "torch.remainder", "jax": "jax.numpy.remainder"}
+    group = binary_group("remainder@int32", "remainder", "int32", apis)
     case = Case(
         group=group.id,
         dtype="int32",
