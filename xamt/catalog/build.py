@@ -359,14 +359,19 @@ class ProbeStore:
                 fh.write("\n".join(lines) + "\n")
 
 
-def _key(c: Candidate, plan: Plan, kind: str, inputs: Sequence[np.ndarray]) -> str:
-    """A checkpointed call's key: the API, the plan, the input kind and a digest of the input
-    values (a change of canonical inputs is a new call, not a stale result)."""
+def _digest(inputs: Sequence[np.ndarray]) -> str:
+    """A digest of one canonical input tuple's values, for checkpoint keys (a change of
+    canonical inputs is a new call, not a stale result)."""
     digest = hashlib.sha256()
     for a in inputs:
         digest.update(f"{a.dtype}{a.shape}".encode())
         digest.update(np.ascontiguousarray(a).tobytes())
-    return f"{c.library}|{c.api}|{plan.key}|{kind}|{digest.hexdigest()[:16]}"
+    return digest.hexdigest()[:16]
+
+
+def _key(c: Candidate, plan: Plan, kind: str, digest: str) -> str:
+    """A checkpointed call's key: the API, the plan, the input kind and the input's digest."""
+    return f"{c.library}|{c.api}|{plan.key}|{kind}|{digest}"
 
 
 def to_plain(value: Any) -> Any:
@@ -589,20 +594,26 @@ def build(
         if shapes != "any":  # matrices and vectors are for single array arguments
             unresolved = {k: v for k, v in unresolved.items() if k[1].arrays and not k[1].sequence}
         todo = []
+        # each bucket's inputs (plain ones, then probes) and their digests, made once
+        inputs_of = {
+            plan: canonical_inputs(plan, dtype, shapes, probes=True) for (_, plan) in unresolved
+        }
+        digests_of = {plan: [_digest(inp) for inp in inputs] for plan, inputs in inputs_of.items()}
         for (_, plan), members in unresolved.items():
-            inputs = canonical_inputs(plan, dtype, shapes, probes=True)
             for cand in members:
-                for inp in inputs:
-                    todo.append((_key(cand, plan, kind, inp), cand, cand.call(plan, inp)))
+                for inp, digest in zip(inputs_of[plan], digests_of[plan], strict=True):
+                    todo.append((_key(cand, plan, kind, digest), cand, cand.call(plan, inp)))
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(todo)
         progress(f"{kind}: {len(todo)} calls for {len(unresolved)} buckets")
         run_probes(pool, todo, store, progress)
         still: dict[Bucket, list[Candidate]] = {}
         for (op, plan), members in unresolved.items():
-            inputs = canonical_inputs(plan, dtype, shapes, probes=True)
-            plain = len(canonical_inputs(plan, dtype, shapes))
-            runs = {c: [store.results[_key(c, plan, kind, inp)] for inp in inputs] for c in members}
+            plain = len(SHAPES[shapes]) if plan.arrays else 1  # (the rest are probes)
+            runs = {
+                c: [store.results[_key(c, plan, kind, d)] for d in digests_of[plan]]
+                for c in members
+            }
 
             def answered(r: dict[str, Any]) -> bool:
                 return bool(r["status"] == "ok" and _has_array(r.get("value", {})))

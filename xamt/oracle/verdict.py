@@ -332,13 +332,7 @@ def judge(
                 if not internal(live[lib]):
                     support.setdefault(lib, "refused")
             failed = [lib for lib in raised if internal(live[lib])]
-            refusals = [
-                b
-                for lib in raised
-                if lib not in failed
-                for b in _status(returned, [lib], live)
-                if b.library == lib
-            ]
+            refusals = [_raised(lib, returned, live) for lib in raised if lib not in failed]
             if failed:
                 blames.extend(_status(returned, failed, live))
         elif len(returned) < len(raised):
@@ -633,29 +627,32 @@ def _status(
     *,
     returned_odd: bool = False,
 ) -> list[Blame]:
-    if returned_odd:
-        confidence: Confidence = "majority"
-        odd, other, verbs = returned, raised, ("returned", "raised")
-    elif "numpy" in returned or len(raised) < len(returned):
-        confidence = "majority"
-        odd, other, verbs = raised, returned, ("raised", "returned")
-    elif len(returned) < len(raised):
-        confidence = "majority"
-        odd, other, verbs = returned, raised, ("returned", "raised")
-    else:
-        sides = "+".join(sorted(returned + raised))
-        detail = f"status: {', '.join(raised)} raised where {', '.join(returned)} returned"
-        return [Blame(kind="status", library=sides, confidence="split", detail=detail)]
-    out = []
-    for lib in sorted(odd):
-        error = _error_text(live[lib]) if verbs[0] == "raised" else ""
-        detail = f"status: {lib} {verbs[0]} where {', '.join(sorted(other))} {verbs[1]}"
-        if error:
-            detail += f" ({error[:120]})"
-        out.append(
-            Blame(kind="status", library=lib, confidence=confidence, detail=detail, error=error)
-        )
-    return out
+    """Status blames: the side that departs, by numpy's say or a majority; a tie is a split."""
+    if not returned_odd and ("numpy" in returned or len(raised) < len(returned)):
+        return [_raised(lib, returned, live) for lib in sorted(raised)]
+    if returned_odd or len(returned) < len(raised):
+        where = f"where {', '.join(sorted(raised))} raised"
+        return [
+            Blame(
+                kind="status",
+                library=lib,
+                confidence="majority",
+                detail=f"status: {lib} returned {where}",
+            )
+            for lib in sorted(returned)
+        ]
+    sides = "+".join(sorted(returned + raised))
+    detail = f"status: {', '.join(raised)} raised where {', '.join(returned)} returned"
+    return [Blame(kind="status", library=sides, confidence="split", detail=detail)]
+
+
+def _raised(lib: str, returned: Sequence[str], live: Mapping[str, Outcome]) -> Blame:
+    """``lib`` raised where ``returned`` returned (a majority's or numpy's say)."""
+    error = _error_text(live[lib])
+    detail = f"status: {lib} raised where {', '.join(sorted(returned))} returned"
+    if error:
+        detail += f" ({error[:120]})"
+    return Blame(kind="status", library=lib, confidence="majority", detail=detail, error=error)
 
 
 def _outputs(
@@ -695,15 +692,20 @@ def _outputs(
                 kind="value" if changes_kind and not keeps_integers else value.kind,
                 detail=f"{value.detail} (result dtype {_dtype_name(mine)})",
             )
-        elif family == "dtype" and value is None and not blame.split and keeps_integers:
-            if changes_kind:
-                # integers (or bools) out of a floating operation (paddle's deg2rad of bool
-                # returns bool): one wrong result, the same departure as the case whose
-                # values show it, so one finding for both
-                del blamed[(lib, family)]
-                blamed[(lib, "value")] = dataclasses.replace(
-                    blame, kind="value", detail=f"{blame.detail} (integer results)"
-                )
+        elif (
+            family == "dtype"
+            and value is None
+            and not blame.split
+            and keeps_integers
+            and changes_kind
+        ):
+            # integers (or bools) out of a floating operation (paddle's deg2rad of bool returns
+            # bool): one wrong result, the same departure as the case whose values show it, so
+            # one finding for both
+            del blamed[(lib, family)]
+            blamed[(lib, "value")] = dataclasses.replace(
+                blame, kind="value", detail=f"{blame.detail} (integer results)"
+            )
         elif family == "value" and keeps_integers and (lib, "dtype") not in blamed:
             floats = [
                 o.value
