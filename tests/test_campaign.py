@@ -151,6 +151,10 @@ class Ran:
 
     def __init__(self, group: Group, cases: list[Case], outcomes: list[dict[str, Outcome]]):
         self.group, self.cases, self.ran = group, cases, outcomes
+        self.withdrawn: list[tuple[int, str]] = []
+
+    def withdraw(self, case: int, library: str) -> None:
+        self.withdrawn.append((case, library))
 
     def outcomes(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
         return self.ran, [None] * len(self.ran)
@@ -344,6 +348,35 @@ def test_a_library_that_died_twice_on_such_an_input_is_left_out_of_it(tmp_path: 
     assert again.open(resume=True)
     assert again._without_fatal(sinc_case([0.25])).apis == kept.apis
     again.store.close()
+
+
+def test_a_second_death_withdraws_such_calls_from_the_batches_in_flight(tmp_path: Path) -> None:
+    """Batches drawn before torch's second death on sinc still hold torch calls on such cases:
+    those are taken back from the pool, and a case whose torch call never ran is judged (and
+    booked) without torch."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    crash = returned({"numpy": [0.5], "jax": [0.5]})
+    crash["torch"] = Outcome(library="torch", api="torch.sinc", status="crash", signal="SIGSEGV")
+    ints = dataclasses.replace(sinc_case([0.25]), dtype="int32")
+    in_flight = [sinc_case([0.25]), ints, sinc_case([0.75])]
+    ran = Ran(sinc_group(), in_flight, [])
+    camp._pending.append(_Batch(picks=[], cases=in_flight, submitted=ran))  # type: ignore[arg-type]
+    process(camp, [sinc_case([0.5])], [crash])
+    assert ran.withdrawn == []  # one death is not enough
+    process(camp, [sinc_case([0.5])], [crash])
+    assert ran.withdrawn == [(0, "torch"), (2, "torch")]  # not the integer case
+    camp._pending.clear()
+    withdrawn = returned({"numpy": [0.5], "jax": [float("nan")]})
+    withdrawn["torch"] = Outcome(library="torch", api="torch.sinc", status="withdrawn")
+    before = camp.state.skipped["torch"]
+    process(camp, [sinc_case([0.5])], [withdrawn])
+    assert camp.state.skipped["torch"] == before + 1
+    last = [c for c in camp.store.pending_candidates(camp.campaign_id) if c.seq == 2]
+    assert last and all(
+        set(from_json(c.payload, "candidate").apis) == {"numpy", "jax"} for c in last
+    )
+    camp.store.close()
 
 
 def test_deaths_on_several_inputs_of_one_api_keep_the_classes_they_share(tmp_path: Path) -> None:

@@ -315,6 +315,13 @@ class Submitted:
         references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
         return outcomes, references
 
+    def withdraw(self, case: int, library: str) -> None:
+        """Leave ``library``'s call for the ``case``-th case out, if it is not yet sent (its
+        outcome is then ``withdrawn``; see :meth:`WorkerPool.withdraw`)."""
+        for lib, index in self.slots[case]:
+            if lib == library:
+                self.replay.pool.withdraw(self.ticket, lib, index)
+
     def collect(self) -> list[Replayed]:
         outcomes, references = self.outcomes()
         return [

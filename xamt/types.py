@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# What a call can come to. The first five are answers from a live worker; the last three are
-# what the pool concludes when a worker dies, misses its deadline, or runs out of memory.
+# What a call can come to. The first five are answers from a live worker; the next three are
+# what the pool concludes when a worker dies, misses its deadline, or runs out of memory; the
+# last is a call its caller took back before it was sent (see WorkerPool.withdraw).
 STATUSES = (
     "ok",  # returned a value
     "error",  # raised an exception
@@ -19,7 +20,9 @@ STATUSES = (
     "crash",  # the worker died (signal or exit) during the call
     "hang",  # the call missed its deadline; the worker was killed
     "resource",  # an allocation beyond the memory cap
+    "withdrawn",  # never made: withdrawn by the caller
 )
+WITHDRAWN = "withdrawn"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -106,6 +106,34 @@ def test_submitted_runs_overlap_and_keep_their_own_results(small_pool: WorkerPoo
         small_pool.collect(first)
 
 
+def test_withdrawn_calls_are_not_made(small_pool: WorkerPool) -> None:
+    """A call taken back before it is sent is not made, whether its batch is still queued or
+    is sent again after a death; calls already answered keep their outcome."""
+    echo = [Call(api="xamt_testing.echo", args=(i,)) for i in range(4)]
+    segfault = Call(api="xamt_testing.segfault")
+    first = small_pool.submit({"torch": [echo[0], segfault, echo[1], echo[2], echo[3]]})
+    queued = small_pool.submit({"torch": echo, "numpy": echo})
+    small_pool.withdraw(first, "torch", 3)  # sent already: left out when the rest is resent
+    for index in (0, 2):
+        small_pool.withdraw(queued, "torch", index)
+    small_pool.withdraw(queued, "numpy", 1)  # numpy was idle: its batch went out at once
+    early = small_pool.collect(first)["torch"]
+    assert [o.status for o in early] == ["ok", "crash", "ok", "withdrawn", "ok"]
+    assert [int(early[i].value) for i in (0, 2, 4)] == [0, 1, 3]
+    late = small_pool.collect(queued)
+    assert [o.status for o in late["torch"]] == ["withdrawn", "ok", "withdrawn", "ok"]
+    assert [int(late["torch"][i].value) for i in (1, 3)] == [1, 3]
+    assert [int(o.value) for o in late["numpy"]] == [0, 1, 2, 3]
+    # a whole queued batch withdrawn completes without a call (it waits behind a short one)
+    short = small_pool.submit({"torch": [Call(api="xamt_testing.sleep", args=(0.2,))]})
+    third = small_pool.submit({"torch": [Call(api="xamt_testing.sleep", args=(60,))]})
+    small_pool.withdraw(third, "torch", 0)
+    start = time.monotonic()
+    assert small_pool.collect(third)["torch"][0].status == "withdrawn"
+    assert small_pool.collect(short)["torch"][0].status == "ok"
+    assert time.monotonic() - start < 2.0
+
+
 def test_fanout_runs_libraries_concurrently(small_pool: WorkerPool) -> None:
     start = time.monotonic()
     outs = small_pool.fanout(

@@ -44,7 +44,7 @@ from xamt.replay import (
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_resumable
 from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
-from xamt.types import VALUE_CLASSES, Case
+from xamt.types import VALUE_CLASSES, WITHDRAWN, Case
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES, ProtocolError
 
@@ -512,9 +512,17 @@ class Campaign:
 
     def _without_fatal(self, case: Case) -> Case:
         """The case without the libraries known to die on it (see :data:`FATAL_REPEATS`)."""
+        drop = self._fatal_libraries(case)
+        if not drop:
+            return case
+        self.state.skipped.update(drop)
+        return _without(case, drop)
+
+    def _fatal_libraries(self, case: Case) -> set[str]:
+        """The libraries of ``case`` known to die on it, unless fewer than two would be left."""
         keys = self.state.fatal.get(case.group)
         if not keys:
-            return case
+            return set()
         tags = input_classes(case, self.groups[case.group])
         held = set(triggers_in(tags))
         mine = {lib: self._fatal_key(case, lib) for lib in case.apis}
@@ -525,11 +533,17 @@ class Campaign:
             and mine.get(lib) == [lib, function, family]
             and set(triggers) <= held
         }
-        if not drop or len(case.apis) - len(drop) < 2:
-            return case
-        self.state.skipped.update(drop)
-        apis = {lib: api for lib, api in case.apis.items() if lib not in drop}
-        return dataclasses.replace(case, apis=apis)
+        return drop if len(case.apis) - len(drop) >= 2 else set()
+
+    def _withdraw_fatal(self, group: str) -> None:
+        """Take back the calls of the batches in flight that a death just noted on ``group``
+        rules out (those not yet sent): drawn before the death was known, each would cost
+        another deadline or restart."""
+        for batch in self._pending:
+            for i, case in enumerate(batch.cases):
+                if case.group == group:
+                    for lib in self._fatal_libraries(case):
+                        batch.submitted.withdraw(i, lib)
 
     def _fatal_key(self, case: Case, lib: str) -> list[str]:
         """[library, canonical function, dtype family] of a death (see :data:`FATAL_REPEATS`)."""
@@ -556,6 +570,12 @@ class Campaign:
         picks, cases = batch.picks, batch.cases
         with self.state.phases.timed("wait"):
             outcomes, references = batch.submitted.outcomes()
+        for i, case in enumerate(cases):
+            withdrawn = {lib for lib, o in outcomes[i].items() if o.status == WITHDRAWN}
+            if withdrawn:
+                self.state.skipped.update(withdrawn)
+                cases[i] = _without(case, withdrawn)
+                outcomes[i] = {lib: o for lib, o in outcomes[i].items() if lib not in withdrawn}
         with self.state.phases.timed("judge"):
             replayed = [
                 judge_case(c, self.groups[c.group], o, r, known=self.known)
@@ -653,6 +673,7 @@ class Campaign:
                     if outcome.status in FATAL_FAMILIES:
                         fatal = True
                         self._note_fatal(case, lib, run.tags)
+                        self._withdraw_fatal(case.group)
             keep = suspected and score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(
@@ -718,3 +739,9 @@ def fit_apis(case: Case, group: Group) -> Case:
             if fit:
                 apis[lib] = fit[0]
     return case if apis == case.apis else dataclasses.replace(case, apis=apis)
+
+
+def _without(case: Case, libraries: set[str]) -> Case:
+    return dataclasses.replace(
+        case, apis={lib: api for lib, api in case.apis.items() if lib not in libraries}
+    )

@@ -29,7 +29,7 @@ from xamt import memory
 from xamt.envs import xamt_home
 from xamt.errors import WorkerError
 from xamt.timing import LibraryTime
-from xamt.types import Call, ErrorInfo, Outcome
+from xamt.types import WITHDRAWN, Call, ErrorInfo, Outcome
 from xamt.workers import protocol
 from xamt.workers.protocol import RESOURCE_PATTERNS
 
@@ -305,6 +305,7 @@ class WorkerPool:
         self._inflight: dict[str, _BatchState] = {}
         self._results: dict[int, dict[str, list[Outcome | None]]] = {}
         self._open: dict[int, set[str]] = {}
+        self._withdrawn: dict[tuple[int, str], set[int]] = {}  # (ticket, library) -> slots
         self._tickets = 0
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -434,17 +435,45 @@ class WorkerPool:
         while self._open[ticket]:
             self._advance()
         del self._open[ticket]
+        for lib in self.workers:
+            self._withdrawn.pop((ticket, lib), None)  # left in calls sent before the withdrawal
         results = self._results.pop(ticket)
         return {lib: [o for o in outs if o is not None] for lib, outs in results.items()}
+
+    def withdraw(self, ticket: int, library: str, index: int) -> None:
+        """Leave out one call of a submitted run if it has not been sent yet (nor answered):
+        its outcome is then a ``withdrawn`` one. A call already sent in a batch is left out
+        only if the worker dies before reaching it (the rest of the batch is sent again)."""
+        results = self._results.get(ticket, {}).get(library)
+        if results is not None and results[index] is None:
+            self._withdrawn.setdefault((ticket, library), set()).add(index)
 
     def _feed(self) -> None:
         """Start the next queued batch on every worker that is free."""
         for lib, queue in self._queues.items():
-            if lib not in self._inflight and queue:
+            while lib not in self._inflight and queue:
                 ticket, calls = queue.popleft()
-                state = _BatchState(calls=calls, start=0, ticket=ticket)
-                self._inflight[lib] = state
-                self._submit(lib, state)
+                state = _BatchState(calls=calls, slots=list(range(len(calls))), ticket=ticket)
+                if self._still_wanted(lib, state):
+                    self._inflight[lib] = state
+                    self._submit(lib, state)
+                else:
+                    self._open[ticket].discard(lib)
+
+    def _still_wanted(self, lib: str, state: _BatchState) -> bool:
+        """Drop the withdrawn calls from a batch about to be sent; whether any are left."""
+        withdrawn = self._withdrawn.pop((state.ticket, lib), None)
+        if withdrawn:
+            results = self._results[state.ticket][lib]
+            keep = []
+            for call, slot in zip(state.calls, state.slots, strict=True):
+                if slot in withdrawn and results[slot] is None:
+                    results[slot] = Outcome(library=lib, api=call.api, status=WITHDRAWN)
+                else:
+                    keep.append((call, slot))
+            state.calls = [c for c, _ in keep]
+            state.slots = [s for _, s in keep]
+        return bool(state.calls)
 
     def done(self, ticket: int) -> bool:
         """Whether every library has finished its part of a submitted run."""
@@ -554,8 +583,8 @@ class WorkerPool:
         if not worker.alive:
             worker.start()
         state.rid = self._rid()
-        pending = state.calls[state.start :]
-        state.index = state.start
+        pending = state.calls
+        state.index = 0
         state.single = len(pending) == 1
         if state.single:
             c = pending[0]
@@ -636,7 +665,7 @@ class WorkerPool:
                 )
             elif op == "result" and frame.get("id") == state.rid:
                 call = state.calls[state.index]
-                results[lib][state.index] = _outcome(lib, call, frame)
+                results[lib][state.slots[state.index]] = _outcome(lib, call, frame)
                 self._record(lib, call.api, frame)
                 state.index += 1
                 now = time.monotonic()
@@ -686,10 +715,11 @@ class WorkerPool:
         detail: str,
         code: int | None = None,
     ) -> None:
-        """Record the in-flight call as failed, restart the worker, resubmit the rest."""
+        """Record the in-flight call as failed, restart the worker, resubmit the rest (less
+        the calls withdrawn meanwhile)."""
         state = states[lib]
         call = state.calls[state.index]
-        results[lib][state.index] = Outcome(
+        results[lib][state.slots[state.index]] = Outcome(
             library=lib,
             api=call.api,
             status=status,
@@ -697,12 +727,13 @@ class WorkerPool:
             signal=_signal_name(code),
             exit_code=code,
         )
-        state.start = state.index + 1
+        state.calls = state.calls[state.index + 1 :]
+        state.slots = state.slots[state.index + 1 :]
         self._replace(lib)  # restart now; the hello is read with the next frames
-        if state.start >= len(state.calls):
-            del states[lib]
-        else:
+        if self._still_wanted(lib, state):
             self._submit(lib, state)
+        else:
+            del states[lib]
 
     def _replace(self, lib: str) -> None:
         """Put a live worker in place of ``lib``'s dead one: its standby if there is one (the
@@ -786,8 +817,8 @@ def jax_cache_dir() -> Path:
 
 @dataclass
 class _BatchState:
-    calls: list[Call]
-    start: int
+    calls: list[Call]  # those not yet sent, or sent in the current request
+    slots: list[int]  # each call's place in its run's results
     ticket: int = 0
     index: int = 0
     rid: int = 0
