@@ -118,9 +118,13 @@ def sinc_group() -> Group:
     return group
 
 
-def make_campaign(tmp_path: Path, *, name: str = "fuzz-0-1", seed: int = 5) -> Campaign:
+def make_campaign(
+    tmp_path: Path, *, name: str = "fuzz-0-1", seed: int = 5, budget: Budget | None = None
+) -> Campaign:
     """A campaign on the sinc group with a pool that is never started and a real store."""
-    config = CampaignConfig(name=name, seed=seed, budget=Budget(cases=100), libraries=LIBS, batch=4)
+    config = CampaignConfig(
+        name=name, seed=seed, budget=budget or Budget(cases=100), libraries=LIBS, batch=4
+    )
     pool = WorkerPool(dict.fromkeys(LIBS, sys.executable))
     store = Store(tmp_path / "xamt.sqlite")
     return Campaign(config, [sinc_group()], pool, store, known=[])
@@ -149,9 +153,14 @@ class Ran:
     """What the pool gives back for a submitted batch, made here: the outcomes of each case
     (as the campaign reads them), or the judged cases."""
 
-    def __init__(self, group: Group, cases: list[Case], outcomes: list[dict[str, Outcome]]):
-        self.group, self.cases, self.ran = group, cases, outcomes
+    def __init__(
+        self, group: Group, cases: list[Case], outcomes: list[dict[str, Outcome]], ticket: int = 0
+    ):
+        self.group, self.cases, self.ran, self.ticket = group, cases, outcomes, ticket
         self.withdrawn: list[tuple[int, str]] = []
+
+    def case_of(self, library: str, slot: int) -> int:
+        return slot  # one call per case and library
 
     def withdraw(self, case: int, library: str) -> None:
         self.withdrawn.append((case, library))
@@ -354,7 +363,7 @@ def test_a_second_death_withdraws_such_calls_from_the_batches_in_flight(tmp_path
     """Batches drawn before torch's second death on sinc still hold torch calls on such cases:
     those are taken back from the pool, and a case whose torch call never ran is judged (and
     booked) without torch."""
-    camp = make_campaign(tmp_path)
+    camp = make_campaign(tmp_path, budget=Budget(seconds=60))
     camp.open(resume=False)
     crash = returned({"numpy": [0.5], "jax": [0.5]})
     crash["torch"] = Outcome(library="torch", api="torch.sinc", status="crash", signal="SIGSEGV")
@@ -377,6 +386,41 @@ def test_a_second_death_withdraws_such_calls_from_the_batches_in_flight(tmp_path
         set(from_json(c.payload, "candidate").apis) == {"numpy", "jax"} for c in last
     )
     camp.store.close()
+
+
+def test_a_death_is_noted_when_the_pool_reports_it_and_booked_once(tmp_path: Path) -> None:
+    """torch runs ahead of the slowest library: its deaths are noted as the pool reports them
+    (not when their batch is booked), the second one withdraws torch's later such calls, and
+    booking the batches does not count the deaths again. Without a time budget (a campaign
+    that repeats exactly) nothing is noted early."""
+    camp = make_campaign(tmp_path, budget=Budget(seconds=60))
+    camp.open(resume=False)
+    first = [sinc_case([0.5]), sinc_case([0.5])]
+    later = [sinc_case([0.25])]
+    ran = [Ran(sinc_group(), first, [], ticket=1), Ran(sinc_group(), later, [], ticket=2)]
+    for r in ran:
+        camp._pending.append(_Batch(picks=[], cases=r.cases, submitted=r))  # type: ignore[arg-type]
+    camp._on_failure(1, "torch", 0)
+    assert camp.state.fatal["sinc"][0][4] == 1 and ran[1].withdrawn == []
+    camp._on_failure(1, "torch", 1)
+    assert camp.state.fatal["sinc"][0][4] == 2 and ran[1].withdrawn == [(0, "torch")]
+    camp._on_failure(1, "numpy", 1)  # numpy dying says the input is too heavy: not noted here
+    assert len(camp.state.fatal["sinc"]) == 1
+    crash = returned({"numpy": [0.5], "jax": [0.5]})
+    crash["torch"] = Outcome(library="torch", api="torch.sinc", status="crash", signal="SIGSEGV")
+    camp._pending.popleft()
+    ran[0].ran = [crash, crash]
+    camp._process(
+        _Batch(picks=[camp.schedule.pick(camp.rng)] * 2, cases=first, submitted=ran[0]), 0, 0
+    )  # type: ignore[arg-type]
+    assert camp.state.fatal["sinc"][0][4] == 2  # booked, not counted again
+    camp.store.close()
+    exact = make_campaign(tmp_path / "exact")
+    exact.open(resume=False)
+    exact._pending.append(_Batch(picks=[], cases=first, submitted=Ran(sinc_group(), first, [], 1)))  # type: ignore[arg-type]
+    exact._on_failure(1, "torch", 0)
+    assert exact.state.fatal == {}
+    exact.store.close()
 
 
 def test_deaths_on_several_inputs_of_one_api_keep_the_classes_they_share(tmp_path: Path) -> None:

@@ -315,6 +315,13 @@ class Submitted:
         references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
         return outcomes, references
 
+    def case_of(self, library: str, slot: int) -> int:
+        """The index of the case whose ``library`` call has this place in the pool's run."""
+        for i, mine in enumerate(self.slots):
+            if (library, slot) in mine:
+                return i
+        raise KeyError((library, slot))
+
     def withdraw(self, case: int, library: str) -> None:
         """Leave ``library``'s call for the ``case``-th case out, if it is not yet sent (its
         outcome is then ``withdrawn``; see :meth:`WorkerPool.withdraw`)."""

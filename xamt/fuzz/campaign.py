@@ -15,7 +15,7 @@ import math
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -256,6 +256,10 @@ class Campaign:
         self._saved_at = -math.inf  # when the state was last saved with a batch
         self._unsaved = False  # the last batch went without it
         self._resumed: list[tuple[list[Pick], list[Case]]] = []
+        self._current: _Batch | None = None  # the batch being collected and booked
+        # deaths noted as the pool reported them (see _on_failure): ticket -> (case, library)
+        self._noted: dict[int, set[tuple[int, str]]] = {}
+        pool.on_failure = self._on_failure
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -535,11 +539,30 @@ class Campaign:
         }
         return drop if len(case.apis) - len(drop) >= 2 else set()
 
+    def _on_failure(self, ticket: int, lib: str, slot: int) -> None:
+        """The pool's word that ``lib``'s worker died, hung or ran out of memory on a call of
+        a batch in flight. A paced campaign notes the death at once rather than when the batch
+        is booked: the library runs ahead of the slowest one (jax compiling), and would meet
+        the same death in the batches between."""
+        if not self.paced or lib == "numpy":  # numpy dying: a too-heavy input (see _account)
+            return
+        batches = [self._current, *self._pending] if self._current else self._pending
+        for batch in batches:
+            if batch.submitted.ticket == ticket:
+                i = batch.submitted.case_of(lib, slot)
+                case = batch.cases[i]
+                self._note_fatal(case, lib, input_classes(case, self.groups[case.group]))
+                self._noted.setdefault(ticket, set()).add((i, lib))
+                self._withdraw_fatal(case.group)
+                return
+
     def _withdraw_fatal(self, group: str) -> None:
         """Take back the calls of the batches in flight that a death just noted on ``group``
         rules out (those not yet sent): drawn before the death was known, each would cost
-        another deadline or restart."""
-        for batch in self._pending:
+        another deadline or restart. Only when paced: what is sent in time depends on timing."""
+        if not self.paced:
+            return
+        for batch in self._pending if self._current is None else [self._current, *self._pending]:
             for i, case in enumerate(batch.cases):
                 if case.group == group:
                     for lib in self._fatal_libraries(case):
@@ -568,8 +591,11 @@ class Campaign:
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
+        self._current = batch
         with self.state.phases.timed("wait"):
             outcomes, references = batch.submitted.outcomes()
+        self._current = None
+        noted = self._noted.pop(batch.submitted.ticket, set())
         for i, case in enumerate(cases):
             withdrawn = {lib for lib, o in outcomes[i].items() if o.status == WITHDRAWN}
             if withdrawn:
@@ -581,7 +607,7 @@ class Campaign:
                 judge_case(c, self.groups[c.group], o, r, known=self.known)
                 for c, o, r in zip(cases, outcomes, references, strict=True)
             ]
-            case_records, candidates = self._account(picks, cases, replayed)
+            case_records, candidates = self._account(picks, cases, replayed, noted)
         self.state.seconds = seconds_before + time.monotonic() - started
         now = time.monotonic()
         save = now - self._saved_at >= STATE_EVERY
@@ -611,11 +637,16 @@ class Campaign:
             self._saved_at, self._unsaved = time.monotonic(), False
 
     def _account(
-        self, picks: list[Pick], cases: list[Case], replayed: list[Replayed]
+        self,
+        picks: list[Pick],
+        cases: list[Case],
+        replayed: list[Replayed],
+        noted: Collection[tuple[int, str]] = (),
     ) -> tuple[list[CaseRecord], list[CandidateRecord]]:
-        """Book one batch's judged cases: support, signatures, candidates, the schedule."""
+        """Book one batch's judged cases: support, signatures, candidates, the schedule
+        (``noted``: the deaths :meth:`_on_failure` noted already, as (case index, library))."""
         case_records, candidates = [], []
-        for pick, case, run in zip(picks, cases, replayed, strict=True):
+        for i, (pick, case, run) in enumerate(zip(picks, cases, replayed, strict=True)):
             seq = self.state.seq
             group = self.groups[case.group]
             score = divergence(run.outcomes)
@@ -672,8 +703,9 @@ class Campaign:
                 for lib, outcome in run.outcomes.items():
                     if outcome.status in FATAL_FAMILIES:
                         fatal = True
-                        self._note_fatal(case, lib, run.tags)
-                        self._withdraw_fatal(case.group)
+                        if (i, lib) not in noted:
+                            self._note_fatal(case, lib, run.tags)
+                            self._withdraw_fatal(case.group)
             keep = suspected and score > 0 and not fatal
             self.schedule.update(pick, reward, case_to_jsonable(case) if keep else None, novel)
             case_records.append(

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -306,6 +306,9 @@ class WorkerPool:
         self._results: dict[int, dict[str, list[Outcome | None]]] = {}
         self._open: dict[int, set[str]] = {}
         self._withdrawn: dict[tuple[int, str], set[int]] = {}  # (ticket, library) -> slots
+        # Told of each call of a submitted run that crashed, hung or hit the memory cap, as
+        # (ticket, library, place in the run), before the rest of its batch is sent again.
+        self.on_failure: Callable[[int, str, int], None] | None = None
         self._tickets = 0
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -727,6 +730,8 @@ class WorkerPool:
             signal=_signal_name(code),
             exit_code=code,
         )
+        if self.on_failure is not None:
+            self.on_failure(state.ticket, lib, state.slots[state.index])
         state.calls = state.calls[state.index + 1 :]
         state.slots = state.slots[state.index + 1 :]
         self._replace(lib)  # restart now; the hello is read with the next frames
