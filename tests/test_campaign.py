@@ -338,11 +338,17 @@ def test_a_library_that_died_twice_on_such_an_input_is_left_out_of_it(tmp_path: 
     kept = camp._without_fatal(sinc_case([0.25]))
     assert kept.apis == {"numpy": "numpy.sinc", "jax": "jax.numpy.sinc"}
     assert camp.state.skipped == Counter({"torch": 1})
-    # not when it would leave one library, nor for another dtype family
+    # also when it leaves one library (nothing is compared, and nothing found: the arm earns
+    # nothing), but not for another dtype family
     two = dataclasses.replace(
         sinc_case([0.25]), apis={"numpy": "numpy.sinc", "torch": "torch.sinc"}
     )
-    assert camp._without_fatal(two).apis == two.apis
+    assert camp._without_fatal(two).apis == {"numpy": "numpy.sinc"}
+    before = camp.store.counts(camp.campaign_id)
+    process(camp, [camp._without_fatal(two)], [returned({"numpy": [0.5]})])
+    after = camp.store.counts(camp.campaign_id)
+    assert after["cases"] == before["cases"] + 1
+    assert after["divergent_cases"] == before["divergent_cases"]
     ints = dataclasses.replace(sinc_case([0.25]), dtype="int32")
     assert camp._without_fatal(ints).apis == APIS
     # an alias, a wider float: the same function and family

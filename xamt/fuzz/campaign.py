@@ -523,7 +523,10 @@ class Campaign:
         return _without(case, drop)
 
     def _fatal_libraries(self, case: Case) -> set[str]:
-        """The libraries of ``case`` known to die on it, unless fewer than two would be left."""
+        """The libraries of ``case`` known to die on it. They are left out even where fewer
+        than two libraries are left (paddle's gcd of floats hangs, and only mindspore shares
+        the group): such a case compares nothing, so its arm earns nothing and the schedule
+        turns to others, where each call of the dying library would cost a deadline."""
         keys = self.state.fatal.get(case.group)
         if not keys:
             return set()
@@ -537,7 +540,7 @@ class Campaign:
             and mine.get(lib) == [lib, function, family]
             and set(triggers) <= held
         }
-        return drop if len(case.apis) - len(drop) >= 2 else set()
+        return drop
 
     def _on_failure(self, ticket: int, lib: str, slot: int) -> None:
         """The pool's word that ``lib``'s worker died, hung or ran out of memory on a call of
