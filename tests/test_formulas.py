@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from xamt.catalog import model
 from xamt.oracle import formulas
 from xamt.oracle.verdict import judge
-from xamt.types import Outcome
+from xamt.replay import judge_case
+from xamt.types import Case, Outcome
 
 
 def run(name: str, x: list[float], **params: object) -> tuple[np.ndarray, np.ndarray]:
@@ -120,3 +122,55 @@ def test_every_formula_takes_every_boundary_value(name: str) -> None:
         assert out is None or (out[0].dtype == np.float64 and out[1].dtype == bool)
         empty = formulas.evaluate(name, {"x": np.zeros((0, 2), dtype)})
         assert empty is None or empty[0].dtype == np.float64
+
+
+def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> None:
+    """sinc(inf) is 0 as a limit and NaN as numpy evaluates it (paddle returns the limit);
+    hardswish(DBL_MAX) is DBL_MAX by definition and inf where x * 6 comes first. Neither
+    position blames anyone; a wrong value beside them still does."""
+    groups = {g.id: g for g in model.load().groups}
+    sinc = groups["sinc"]
+    apis = {lib: m.api for m in sinc.members for lib in [m.library]}
+    x = np.array([math.inf, 0.5], np.float32)
+    case = Case(
+        group="sinc",
+        dtype="float32",
+        value_class="non-finite",
+        values={"x": x},
+        apis={lib: apis[lib] for lib in ("numpy", "torch", "paddle")},
+        seed=0,
+    )
+    right = np.float32(np.sinc(0.5))
+    with np.errstate(invalid="ignore"):
+        reference = ok("numpy", np.sinc(x.astype(np.float64)))
+    for paddle_half, blamed in ((right, set()), (np.float32(0.1), {"paddle"})):
+        outs = {
+            "numpy": ok("numpy", np.array([math.nan, right], np.float32)),
+            "torch": ok("torch", np.array([math.nan, right], np.float32)),
+            "paddle": ok("paddle", np.array([0.0, paddle_half], np.float32)),
+        }
+        run_ = judge_case(case, sinc, outs, reference, known=[])
+        assert {s.blame.library for s in run_.signed} == blamed
+    hardswish = groups["hardswish"]
+    apis = {m.library: m.api for m in hardswish.members}
+    big = np.finfo(np.float64).max
+    x = np.array([big, -math.inf, 1.0])
+    case = Case(
+        group="hardswish",
+        dtype="float64",
+        value_class="boundary",
+        values={"x": x},
+        apis={lib: apis[lib] for lib in ("torch", "paddle", "mindspore")},
+        seed=0,
+    )
+    torch_like = np.array([math.inf, math.nan, 2.0 / 3.0])
+    outs = {
+        "torch": ok("torch", torch_like),
+        "paddle": ok("paddle", torch_like),
+        "mindspore": ok("mindspore", np.array([big, 0.0, 2.0 / 3.0])),
+    }
+    assert judge_case(case, hardswish, outs, None, known=[]).signed == ()
+    outs["mindspore"] = ok("mindspore", np.array([big, 0.0, 0.5]))
+    assert {s.blame.library for s in judge_case(case, hardswish, outs, None, known=[]).signed} == {
+        "mindspore"
+    }

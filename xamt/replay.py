@@ -246,6 +246,9 @@ def judge_case(
                 value=computed[0],
             )
             open_positions = computed[1]
+    formula_reference = open_positions is not None
+    if not formula_reference and set(group.roles) == {"x"}:
+        open_positions = formulas.numpy_limits(group.op, case.values.get("x"))
     # the standard's special cases hold for the plain function: no extra parameters
     plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
     op = group.op if plain else ""
@@ -277,7 +280,7 @@ def judge_case(
         int_overflow=group.family in AGGREGATES and "int-overflow" in tags,
         nan_parameter=nan_parameter,
         open_positions=open_positions,
-        reference_signs=open_positions is None,
+        reference_signs=not formula_reference,
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)

@@ -67,6 +67,31 @@ def _minus_inf(x: np.ndarray, **_: Any) -> np.ndarray:
     return np.isneginf(x)
 
 
+# Above this, ``x * 6`` overflows in float32: hardswish(x) is x by definition, inf where a
+# library multiplies before it divides (torch, paddle) and x where it does not (mindspore).
+_HARDSWISH_OVERFLOW = float(np.finfo(np.float32).max) / 6
+
+
+def _hardswish_open(x: np.ndarray, **_: Any) -> np.ndarray:
+    """-inf (see :func:`_minus_inf`), and values whose evaluation order decides overflow."""
+    return np.isneginf(x) | (x > _HARDSWISH_OVERFLOW)
+
+
+# Limits of operations that numpy has, where numpy's own IEEE evaluation is the reference:
+# ``sinc(+-inf)`` is 0 as the limit of sin(pi x) / (pi x) and NaN as that quotient evaluated
+# (numpy, torch); paddle returns the limit. Neither is wrong, so the positions are not judged.
+NUMPY_LIMITS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"sinc": np.isinf}
+
+
+def numpy_limits(op: str, x: Any) -> np.ndarray | None:
+    """Positions of ``x`` that numpy's evaluation of ``op`` cannot decide (None: no rule, or
+    an input the rule does not apply to)."""
+    rule = NUMPY_LIMITS.get(op)
+    if rule is None or not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        return None
+    return np.asarray(rule(x), bool)
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
@@ -196,7 +221,7 @@ _FORMULAS: tuple[tuple[str, Formula], ...] = (
         "hardswish",
         Formula(
             "hardswish",
-            _elementwise(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, _minus_inf),
+            _elementwise(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, _hardswish_open),
             {},
         ),
     ),
