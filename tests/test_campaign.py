@@ -25,6 +25,7 @@ from xamt.findings import from_json
 from xamt.fuzz.campaign import (
     CANDIDATES_PER_SIGNATURE,
     FATAL_REPEATS,
+    FEASIBLE_SIZE,
     Budget,
     Campaign,
     CampaignConfig,
@@ -427,6 +428,36 @@ def test_a_death_is_noted_when_the_pool_reports_it_and_booked_once(tmp_path: Pat
     exact._on_failure(1, "torch", 0)
     assert exact.state.fatal == {}
     exact.store.close()
+
+
+def test_a_huge_size_that_hung_workers_twice_is_drawn_feasible_in_every_group(
+    tmp_path: Path,
+) -> None:
+    """A role at 2**31 - 1 with which workers hung twice (in any groups) is drawn at
+    FEASIBLE_SIZE afterwards: past the input's extent, without gigabytes; other roles, small
+    values and booleans stay as drawn."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    huge = dataclasses.replace(
+        sinc_case([0.5]), values={**sinc_case([0.5]).values, "num": 2**31 - 1, "k": 2**31 - 1}
+    )
+    hang = returned({"numpy": [0.5], "jax": [0.5]})
+    hang["torch"] = Outcome(library="torch", api="torch.sinc", status="hang")
+    process(camp, [huge], [hang])
+    assert camp._lighter(huge).values["num"] == 2**31 - 1  # once is not enough
+    fine = dataclasses.replace(huge, values={**huge.values, "k": 3})
+    process(camp, [fine], [hang])
+    assert camp.state.huge == Counter({"num": 2, "k": 1})
+    lighter = camp._lighter(huge)
+    assert lighter.values["num"] == FEASIBLE_SIZE and lighter.values["k"] == 2**31 - 1
+    assert camp._lighter(fine).values["num"] == FEASIBLE_SIZE
+    small = dataclasses.replace(huge, values={**huge.values, "num": 7})
+    assert camp._lighter(small).values == small.values
+    camp._save()
+    camp.store.close()
+    again = make_campaign(tmp_path)
+    assert again.open(resume=True) and again.state.huge == Counter({"num": 2, "k": 1})
+    again.store.close()
 
 
 def test_deaths_on_several_inputs_of_one_api_keep_the_classes_they_share(tmp_path: Path) -> None:

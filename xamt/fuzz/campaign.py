@@ -82,6 +82,14 @@ FATAL_FAMILIES = ("crash", "hang", "resource")
 # are drawn without the input classes all such inputs of the group had (a parameter back to
 # its canonical value, a special value replaced).
 HEAVY_STATUSES = ("hang", "resource")
+# A whole-number parameter this large (the drawn boundary 2**31 - 1) asks for gigabytes from
+# every operation whose output it sizes: linspace's num, one_hot's depth, fft's n, repeat's
+# repeats... After a worker hung or hit the memory cap FATAL_REPEATS times on cases holding
+# one role at such a value, in any groups, later cases draw FEASIBLE_SIZE for that role
+# instead: still past the input's extent (k > n for topk, padding beyond the array), without
+# the deadline and restart each group would otherwise pay to learn it.
+HUGE_SIZE = 2**20
+FEASIBLE_SIZE = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,7 +226,9 @@ class _State:
     paced: Counter[str] = field(default_factory=Counter)  # calls left out while saturated
     # group -> [input classes every too-heavy input of it had, times seen]
     heavy: dict[str, list[Any]] = field(default_factory=dict)
-    lightened: int = 0  # cases drawn without those classes
+    lightened: int = 0  # cases drawn without those classes (or huge sizes)
+    # role -> times a worker hung or hit the memory cap with that role at a huge size
+    huge: Counter[str] = field(default_factory=Counter)
     phases: Phases = field(default_factory=Phases)  # the orchestrator's own time
     libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
 
@@ -336,6 +346,7 @@ class Campaign:
                 paced=Counter(state.get("paced", {})),
                 heavy={g: list(v) for g, v in state.get("heavy", {}).items()},
                 lightened=int(state.get("lightened", 0)),
+                huge=Counter(state.get("huge", {})),
                 phases=Phases.from_dict(state.get("phases", {})),
                 libraries=libraries_from_dict(state.get("libraries", {})),
             )
@@ -492,7 +503,16 @@ class Campaign:
         return self._without_fatal(fit_apis(self._lighter(case), group))
 
     def _lighter(self, case: Case) -> Case:
-        """The case without the input classes its group's too-heavy inputs all had."""
+        """The case without the input classes its group's too-heavy inputs all had, and
+        without huge sizes of roles known to be too heavy (see :data:`HUGE_SIZE`)."""
+        sized = {
+            role: FEASIBLE_SIZE
+            for role in _huge_roles(case)
+            if self.state.huge[role] >= FATAL_REPEATS
+        }
+        if sized:
+            case = dataclasses.replace(case, values={**case.values, **sized})
+            self.state.lightened += 1
         heavy = self.state.heavy.get(case.group)
         if not heavy or not heavy[0]:
             return case
@@ -699,6 +719,8 @@ class Campaign:
             # hung on them: mutating those costs restarts and deadlines for little new.
             fatal = False
             killed = [lib for lib, o in run.outcomes.items() if o.status in HEAVY_STATUSES]
+            if killed:
+                self.state.huge.update(_huge_roles(case))
             if len(killed) >= 2 or "numpy" in killed:
                 fatal = True
                 self._note_heavy(case, run.tags)
@@ -743,6 +765,7 @@ class Campaign:
             "paced": dict(self.state.paced),
             "heavy": self.state.heavy,
             "lightened": self.state.lightened,
+            "huge": dict(self.state.huge),
             "phases": self.state.phases.as_dict(),
             "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
             "pending": [b.jsonable() for b in self._pending],
@@ -780,3 +803,12 @@ def _without(case: Case, libraries: set[str]) -> Case:
     return dataclasses.replace(
         case, apis={lib: api for lib, api in case.apis.items() if lib not in libraries}
     )
+
+
+def _huge_roles(case: Case) -> list[str]:
+    """The parameters of ``case`` holding a whole number of at least :data:`HUGE_SIZE`."""
+    return [
+        role
+        for role, v in case.values.items()
+        if isinstance(v, int | np.integer) and not isinstance(v, bool) and abs(int(v)) >= HUGE_SIZE
+    ]
