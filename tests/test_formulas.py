@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from xamt.catalog import model
+from xamt.catalog.model import Group
 from xamt.oracle import formulas
 from xamt.oracle.verdict import judge
 from xamt.replay import judge_case
@@ -124,22 +125,27 @@ def test_every_formula_takes_every_boundary_value(name: str) -> None:
         assert empty is None or empty[0].dtype == np.float64
 
 
+def case_of(group: Group, x: np.ndarray, libs: tuple[str, ...]) -> Case:
+    """A case of a one-input group on ``x``, called on one member of each of ``libs``."""
+    apis = {m.library: m.api for m in group.members}
+    return Case(
+        group=group.id,
+        dtype=x.dtype.name,
+        value_class="boundary",
+        values={"x": x},
+        apis={lib: apis[lib] for lib in libs},
+        seed=0,
+    )
+
+
 def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> None:
     """sinc(inf) is 0 as a limit and NaN as numpy evaluates it (paddle returns the limit);
     hardswish(DBL_MAX) is DBL_MAX by definition and inf where x * 6 comes first. Neither
     position blames anyone; a wrong value beside them still does."""
     groups = {g.id: g for g in model.load().groups}
     sinc = groups["sinc"]
-    apis = {lib: m.api for m in sinc.members for lib in [m.library]}
     x = np.array([math.inf, 0.5], np.float32)
-    case = Case(
-        group="sinc",
-        dtype="float32",
-        value_class="non-finite",
-        values={"x": x},
-        apis={lib: apis[lib] for lib in ("numpy", "torch", "paddle")},
-        seed=0,
-    )
+    case = case_of(sinc, x, ("numpy", "torch", "paddle"))
     right = np.float32(np.sinc(0.5))
     with np.errstate(invalid="ignore"):
         reference = ok("numpy", np.sinc(x.astype(np.float64)))
@@ -152,17 +158,8 @@ def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> Non
         run_ = judge_case(case, sinc, outs, reference, known=[])
         assert {s.blame.library for s in run_.signed} == blamed
     hardswish = groups["hardswish"]
-    apis = {m.library: m.api for m in hardswish.members}
     big = np.finfo(np.float64).max
-    x = np.array([big, -math.inf, 1.0])
-    case = Case(
-        group="hardswish",
-        dtype="float64",
-        value_class="boundary",
-        values={"x": x},
-        apis={lib: apis[lib] for lib in ("torch", "paddle", "mindspore")},
-        seed=0,
-    )
+    case = case_of(hardswish, np.array([big, -math.inf, 1.0]), ("torch", "paddle", "mindspore"))
     torch_like = np.array([math.inf, math.nan, 2.0 / 3.0])
     outs = {
         "torch": ok("torch", torch_like),
