@@ -136,6 +136,23 @@ def test_the_root_of_a_suspected_bug_ignores_dtype_and_error_type() -> None:
     assert same_root(f) != same_root(f.replace(kind="status"))  # another family
 
 
+def test_a_missing_attribute_inside_a_library_is_one_root_whatever_reached_it() -> None:
+    """tf.experimental.numpy's log, tanh and fix raise "EagerTensor object has no attribute
+    'astype'" on integer input: one defect, one finding; another missing attribute is
+    another root, and other errors keep their callable and trigger."""
+    from test_findings import finding
+
+    from xamt.triage.pipeline import same_root
+
+    missing = "AttributeError: EagerTensor object has no attribute 'astype'."
+    f = finding().replace(kind="status", error=missing)
+    other = f.replace(callable="tensorflow.tanh", trigger="inf", dtype="bfloat16")
+    assert same_root(f) == same_root(other)
+    assert same_root(f) != same_root(f.replace(error=missing.replace("astype", "numpy")))
+    plain = f.replace(error="TypeError: x")
+    assert same_root(plain) != same_root(plain.replace(callable="tensorflow.tanh"))
+
+
 def test_clip_with_crossed_bounds_is_no_case() -> None:
     """clip(x, min=0.3, max=-0.0): the standard leaves it unspecified, so tensorflow's 0.3
     against numpy's -0.0 blames nobody; with min <= max the same departure is a finding."""
