@@ -543,3 +543,19 @@ def test_arithmetic_as_numpy_does_it_in_the_input_dtype_is_not_blamed() -> None:
         got = blamed(outs, ref, input_dtype=np.dtype(dtype).name)
         assert (got == set()) is excused
         assert (("nan", "tensorflow", "reference") in got) is not excused
+
+
+def test_nan_propagation_from_a_nan_input_is_not_outvoted() -> None:
+    """torch's margin_ranking_loss is NaN for an input holding NaN, paddle's and mindspore's
+    inf: without a reference, propagating the NaN is not a bug by vote (a split). A library
+    that drops the NaN the others propagate is still outvoted, a reference still decides,
+    and without NaN in the input the vote stands."""
+    nan, inf = np.array(np.nan), np.array(np.inf)
+    outs = [ok("torch", nan), ok("paddle", inf), ok("mindspore", inf)]
+    assert blamed(outs, nan_input=True) == {("nan", "mindspore+paddle+torch", "split")}
+    assert blamed(outs) == {("nan", "torch", "majority")}
+    assert blamed(outs, ok("numpy", np.array(np.inf)), nan_input=True) == {
+        ("nan", "torch", "reference")
+    }
+    drops = [ok("torch", np.array(1.0)), ok("paddle", nan), ok("mindspore", nan)]
+    assert blamed(drops, nan_input=True) == {("nan", "torch", "majority")}

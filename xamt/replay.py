@@ -281,6 +281,7 @@ def judge_case(
         nan_parameter=nan_parameter,
         open_positions=open_positions,
         reference_signs=not formula_reference,
+        nan_input="nan" in tags,
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)

@@ -253,6 +253,7 @@ def judge(
     int_overflow: bool = False,
     open_positions: np.ndarray | None = None,
     reference_signs: bool = True,
+    nan_input: bool = False,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -286,6 +287,11 @@ def judge(
             0 as a limit and NaN in IEEE arithmetic): not judged, like the standard's open ones.
         reference_signs: whether the reference's zero signs count (a formula's do not: the
             libraries' majority decides them).
+        nan_input: an array input holds NaN. Without a reference, libraries that return NaN
+            where the majority returns none propagate it, as IEEE arithmetic and the array API
+            standard ("NaN values propagate") do: the vote cannot blame them, and the NaN
+            mask is a split (torch's margin_ranking_loss NaN against paddle's and
+            mindspore's inf).
     """
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
@@ -446,7 +452,9 @@ def judge(
             inexact |= {lib for lib in returned if _overflows(live[lib].value, ref_value)}
         blames.extend(
             b
-            for b in _outputs(standard, parts, live, native=input_dtype in NUMPY_NATIVE)
+            for b in _outputs(
+                standard, parts, live, native=input_dtype in NUMPY_NATIVE, nan_input=nan_input
+            )
             if not (b.family == "value" and b.library in inexact)
             and not (
                 # a wider result judged against the reference rounded to a narrower one
@@ -661,13 +669,20 @@ def _outputs(
     live: Mapping[str, Outcome],
     *,
     native: bool = False,
+    nan_input: bool = False,
 ) -> list[Blame]:
     """One blame per library and family; a library that returns integers where the others
     return floats, and wrong values because of it (integers in, truncated integers out),
     shows one misbehaviour: the value blame stays, naming the dtype too. ``native``: see
-    :func:`_by_partition`."""
+    :func:`_by_partition`; ``nan_input``: see :func:`judge`."""
     blamed: dict[tuple[str, str], Blame] = {}  # (library, family)
-    for blame in [*standard, *(b for part in parts for b in _by_partition(part, native=native))]:
+    voted = []
+    for part in parts:
+        found = _by_partition(part, native=native)
+        if nan_input and part.kind in ("nan", "inf"):  # (NaN where the others have inf)
+            found = _propagation_not_outvoted(found, part, live)
+        voted += found
+    for blame in [*standard, *voted]:
         sides = blame.library.split("+")
         if blame.split and any((lib, blame.family) in blamed for lib in sides):
             continue
@@ -996,6 +1011,38 @@ def _sampled_artefacts(values: list[Any], ref: Any) -> tuple[list[Any], Any]:
     if not artefact.any():
         return values, ref
     return [summaries.zeroed(v, artefact) for v in values], summaries.zeroed(ref, artefact)
+
+
+def _propagation_not_outvoted(
+    blames: list[Blame], part: Partition, live: Mapping[str, Outcome]
+) -> list[Blame]:
+    """A majority's NaN-mask blames, or one split where every library blamed returns more
+    NaN than every library of the majority (it propagates the input's NaN, they drop it)."""
+    if not blames or any(b.confidence != "majority" for b in blames):
+        return blames
+    blamed = {b.library for b in blames}
+
+    def nans(lib: str) -> int | None:
+        value = live[lib].value if lib in live else None
+        if isinstance(value, Summary):
+            return value.nan
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "fc":
+            return None
+        return int(np.isnan(value).sum())
+
+    counts = {lib: nans(lib) for lib in part.libs}
+    odd = [n for lib, n in counts.items() if lib in blamed and n is not None]
+    major = [n for lib, n in counts.items() if lib not in blamed and n is not None]
+    if None in counts.values() or not major or min(odd) <= max(major):
+        return blames
+    return [
+        Blame(
+            kind=blames[0].kind,
+            library="+".join(sorted(part.libs)),
+            confidence="split",
+            detail=blames[0].detail + " (NaN in the input: its propagation is not outvoted)",
+        )
+    ]
 
 
 def _by_partition(part: Partition, *, native: bool = False) -> list[Blame]:
