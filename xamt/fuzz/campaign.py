@@ -474,8 +474,7 @@ class Campaign:
             keep = sorted(left_out, key=lambda lib: backlog.get(lib, 0.0))
             left_out -= set(keep[: 2 - (len(case.apis) - len(left_out))])
         self.state.paced.update(left_out)
-        apis = {lib: api for lib, api in case.apis.items() if lib not in left_out}
-        return dataclasses.replace(case, apis=apis)
+        return _without(case, left_out)
 
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
         return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
@@ -569,8 +568,7 @@ class Campaign:
         the same death in the batches between."""
         if not self.paced or lib == "numpy":  # numpy dying: a too-heavy input (see _account)
             return
-        batches = [self._current, *self._pending] if self._current else self._pending
-        for batch in batches:
+        for batch in self._in_flight():
             if batch.submitted.ticket == ticket:
                 i = batch.submitted.case_of(lib, slot)
                 case = batch.cases[i]
@@ -579,13 +577,17 @@ class Campaign:
                 self._withdraw_fatal(case.group)
                 return
 
+    def _in_flight(self) -> list[_Batch]:
+        """The batches submitted and not yet booked: the one being collected, then the rest."""
+        return [self._current, *self._pending] if self._current else list(self._pending)
+
     def _withdraw_fatal(self, group: str) -> None:
         """Take back the calls of the batches in flight that a death just noted on ``group``
         rules out (those not yet sent): drawn before the death was known, each would cost
         another deadline or restart. Only when paced: what is sent in time depends on timing."""
         if not self.paced:
             return
-        for batch in self._pending if self._current is None else [self._current, *self._pending]:
+        for batch in self._in_flight():
             for i, case in enumerate(batch.cases):
                 if case.group == group:
                     for lib in self._fatal_libraries(case):
