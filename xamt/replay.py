@@ -27,7 +27,7 @@ import numpy as np
 
 from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
-from xamt.catalog.normalize import scalar_value
+from xamt.catalog.normalize import canonical_param
 from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
@@ -492,7 +492,7 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
         for role in group.roles:
             if role in roles or role in ("axis", "keepdims") or role not in values:
                 continue
-            canonical = scalar_value(role, bool(roles))
+            canonical = canonical_param(group, role, bool(roles))
             if trigger == "out-of-range-index" and isinstance(values[role], np.ndarray):
                 first = next(arrays(), None)
                 n = first[2].shape[0] if first is not None and first[2].ndim else 1

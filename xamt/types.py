@@ -33,6 +33,11 @@ class Call:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
+    # axis permutations the worker applies (numpy.transpose) before the call, keyed by argument
+    # position ("0") or keyword name, and to the result ("return"): a member that computes in
+    # another layout (channels-last, HWIO weights) sees the group's logical tensor in its own
+    # layout, and its result comes back in the group's.
+    transpose: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

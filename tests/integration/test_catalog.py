@@ -31,6 +31,15 @@ def test_committed_catalog_spans_every_library(catalog: model.Catalog) -> None:
     assert all(len(g.libraries) >= 2 for g in catalog.groups)
     ufuncs = {m.api for g in catalog.groups for m in g.members}
     assert {"numpy.exp", "numpy.add", "numpy.arctan2", "jax.numpy.exp"} <= ufuncs  # not functions
+    # the deep-learning core: declared groups in every family, channels-last members included
+    core = stats["deep_learning_core"]
+    assert core["groups"] >= 130, core
+    families = {"convolution", "pooling", "normalization", "padding", "resizing", "loss"}
+    assert families | {"attention"} <= set(stats["per_family"])
+    conv2d = catalog.group("conv2d")
+    assert {"torch", "tensorflow", "jax", "paddle", "mindspore", "mxnet"} <= set(conv2d.libraries)
+    tf = next(m for m in conv2d.members if m.library == "tensorflow")
+    assert tf.layout["x"] == "channels_last" and tf.layout["return"] == "channels_first"
 
 
 def test_committed_groups_pass_the_group_level_check(
@@ -53,9 +62,11 @@ def test_false_match_traps(catalog: model.Catalog) -> None:
     assert np_std is not None and torch_std is not None and np_std.id != torch_std.id
     assert group_of("paddle.std") == torch_std
     apis = {m.api for g in catalog.groups for m in g.members}
+    found = {m.api for g in catalog.groups if g.shapes in model.BASE_KINDS for m in g.members}
     # random-number APIs, layout-sensitive ops and type-promotion helpers are never grouped
+    # by name (layout-sensitive ops are declared, with their layouts: xamt.catalog.dlcore)
     assert not {a for a in apis if re.search(r"\.(rand\w*|normal|dropout|uniform)$", a)}
-    assert not {a for a in apis if re.search(r"conv\d?d|max_pool|avg_pool", a)}
+    assert not {a for a in found if re.search(r"conv\d?d|max_pool|avg_pool", a)}
     assert not {a for a in apis if re.search(r"result_type|promote_types|can_cast", a)}
     # split keeps the axis, unstack drops it: never one group
     for g in catalog.groups:

@@ -473,7 +473,9 @@ def _has_array(plain: Any) -> bool:
 
 
 def form_groups(
-    members: Sequence[Candidate], results: Sequence[Sequence[Any]], plain: int | None = None
+    members: Sequence[Candidate] | Sequence[Member],
+    results: Sequence[Sequence[Any]],
+    plain: int | None = None,
 ) -> list[list[int]]:
     """Pairwise agreement -> components -> the group-level check (all members agree).
 
@@ -657,8 +659,28 @@ def build(
             if len({c.library for c in left}) >= 2:
                 still[(op, plan)] = left
         unresolved = still
+    groups += declared_groups(pool, ops, progress)
     groups.sort(key=lambda g: g.id)
     return Catalog(libraries=versions, groups=tuple(_dedupe_ids(groups)))
+
+
+def declared_groups(
+    pool: WorkerPool, ops: Callable[[str], bool] | None, progress: Progress
+) -> list[Group]:
+    """The deep-learning core's declared groups (:mod:`xamt.catalog.dlcore`), validated on the
+    pool's libraries."""
+    from xamt.catalog import dlcore
+
+    specs = [s for s in dlcore.declared() if ops is None or ops(s.op)]
+    if not specs:
+        return []
+    validated = dlcore.validate(pool, specs, progress)
+    left = sum(len(v) for v in validated.left_out.values())
+    progress(
+        f"deep-learning core: {len(validated.groups)} groups from {len(specs)} declared, "
+        f"{left} members left out"
+    )
+    return list(validated.groups)
 
 
 def reference_for(op: str, plan: Plan, dtype: str, shapes: str, first: Sequence[Any]) -> str:

@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.build import agree, canonical_inputs, plan_of, role_values, to_plain
 from xamt.catalog.model import Catalog, Group
@@ -29,21 +30,27 @@ def sample_groups(catalog: Catalog, sample: int | None, seed: int) -> list[Group
     return groups
 
 
+def _canonical(g: Group) -> list[dict[str, object]]:
+    """The role values a group was validated on."""
+    if dlcore.is_dl(g.shapes):
+        return dlcore.canonical_values(g)
+    plan = plan_of(g.roles)
+    return [role_values(plan, inp) for inp in canonical_inputs(plan, g.dtype, g.shapes)]
+
+
 def check(pool: WorkerPool, groups: Sequence[Group]) -> list[Drift]:
     """Run every member of every group on its canonical inputs; return the groups that drift."""
     libs = set(pool.workers)
     calls: dict[str, list[Call]] = {lib: [] for lib in libs}
     index: list[tuple[Group, list[tuple[str, int, int]]]] = []
     for g in groups:
-        plan = plan_of(g.roles)
-        inputs = canonical_inputs(plan, g.dtype, g.shapes)
         slots = []
         for m in g.members:
             if m.library not in libs:
                 continue
-            for i, inp in enumerate(inputs):
+            for i, values in enumerate(_canonical(g)):
                 slots.append((m.library, len(calls[m.library]), i))
-                calls[m.library].append(bind(m, role_values(plan, inp)))
+                calls[m.library].append(bind(m, values))
         index.append((g, slots))
     outcomes = pool.run({lib: c for lib, c in calls.items() if c})
     drifts = []

@@ -24,11 +24,36 @@ SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
 # The role vocabulary. Array roles first.
 ARRAY_ROLES = ("x", "x1", "x2", "x3")
+# Array roles of the deep-learning core (convolution kernels and biases, normalization scales,
+# offsets and statistics, loss targets, attention keys and values): shaped from ``x`` by the
+# group's shape kind (xamt.catalog.dlcore).
+DL_ARRAY_ROLES = (
+    "kernel",
+    "bias",
+    "scale",
+    "offset",
+    "running_mean",
+    "running_var",
+    "target",
+    "key",
+    "value",
+)
 SEQUENCE_ROLE = "xs"  # several arrays given as one list argument
-ROLES = (*ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
+ROLES = (*ARRAY_ROLES, *DL_ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
 # What shapes a group's arrays must have: any shape, square matrices (linear algebra), plain or
 # batched, or vectors. The build validates and the fuzzer draws each kind from its own menu.
-SHAPE_KINDS = ("any", "square", "batched", "vector")
+# The deep-learning core adds kinds of one spatial rank (1, 2 or 3) each: an input
+# (N, C, *spatial) alone, or with convolution weights, transposed-convolution weights or
+# per-channel arrays (xamt.catalog.dlcore.ARRANGEMENTS).
+BASE_KINDS = ("any", "square", "batched", "vector")
+SHAPE_KINDS = (
+    *BASE_KINDS,
+    *(
+        f"{a}{d}d"
+        for a in ("spatial", "conv", "convt", "channel", "last", "pair", "attention")
+        for d in (1, 2, 3)
+    ),
+)
 Family = Literal[
     "elementwise",
     "reduction",
@@ -38,6 +63,14 @@ Family = Literal[
     "fft",
     "activation",
     "other",
+    "convolution",
+    "pooling",
+    "normalization",
+    "padding",
+    "resizing",
+    "loss",
+    "embedding",
+    "attention",
 ]
 FAMILIES: tuple[str, ...] = get_args(Family)
 
@@ -64,6 +97,14 @@ class Member:
     kwargs: dict[str, str] = field(default_factory=dict)
     optional: dict[str, str] = field(default_factory=dict)
     callable: str = ""  # the first path of the same callable object (namespaces alias functions)
+    # The deep-learning core (xamt.catalog.dlcore): the layout the member computes in, per array
+    # role and for the result ("return"), as a layout name (``channels_last``, ``hwio``...);
+    # how a role's value is spelled for a parameter (``encode``: parameter name or argument
+    # position -> encoder name, e.g. ``tuple`` for an int stride given as one per spatial
+    # dimension); and parameters the member is always called with (``fixed``).
+    layout: dict[str, str] = field(default_factory=dict)
+    encode: dict[str, str] = field(default_factory=dict)
+    fixed: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,6 +121,10 @@ class Group:
     # a float64 formula (xamt.oracle.formulas) that agreed with the members on the canonical
     # inputs: the reference of a group without numpy; "" for none
     reference: str = ""
+    # canonical values of the group's scalar roles where they are the group's own (the
+    # deep-learning core: a kernel size, ``groups=2`` for a grouped convolution); other roles
+    # take theirs from roles.toml
+    params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def libraries(self) -> tuple[str, ...]:
@@ -116,7 +161,26 @@ class Catalog:
                 sorted(Counter(len(g.libraries) for g in self.groups).items())
             ),
             "library_versions": self.libraries,
+            "per_family": _per_family(self.groups),
+            "deep_learning_core": _summary([g for g in self.groups if g.shapes not in BASE_KINDS]),
         }
+
+
+def _summary(groups: list[Group]) -> dict[str, Any]:
+    per_lib = Counter(lib for g in groups for lib in g.libraries)
+    return {
+        "groups": len(groups),
+        "operations": len({g.op for g in groups}),
+        "groups_per_library": {lib: per_lib.get(lib, 0) for lib in library_names()},
+    }
+
+
+def _per_family(groups: tuple[Group, ...]) -> dict[str, dict[str, Any]]:
+    """Family -> groups, distinct operations and groups per library."""
+    by: dict[str, list[Group]] = {}
+    for g in groups:
+        by.setdefault(g.family, []).append(g)
+    return {family: _summary(gs) for family, gs in sorted(by.items())}
 
 
 def to_json(catalog: Catalog) -> str:
@@ -141,8 +205,10 @@ def _compact(group: dict[str, Any]) -> dict[str, Any]:
         del group["shapes"]
     if not group["reference"]:
         del group["reference"]
+    if not group["params"]:
+        del group["params"]
     for m in group["members"]:
-        for key in ("kwargs", "optional", "args"):
+        for key in ("kwargs", "optional", "args", "layout", "encode", "fixed"):
             if not m[key]:
                 del m[key]
         if m.get("callable") == m["api"]:
@@ -203,6 +269,7 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
                         f"{where}: member {m.api} uses unknown role {role!r}; "
                         f"roles are {', '.join(vocabulary)}"
                     )
+            _check_dl(where, m)
         if group.reference and group.reference not in formulas.BY_NAME:
             raise CatalogError(
                 f"{where}: unknown reference formula {group.reference!r}; "
@@ -217,6 +284,25 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
         groups.append(group)
     libraries = data.get("libraries", {})
     return Catalog(libraries=dict(libraries), groups=tuple(groups))
+
+
+def _check_dl(where: str, m: Member) -> None:
+    """A member's layouts and encoders must be ones xamt knows (xamt.catalog.dlcore)."""
+    if not (m.layout or m.encode):
+        return
+    from xamt.catalog.dlcore import ENCODERS, LAYOUTS, VALUE_ENCODERS
+
+    for name in m.layout.values():
+        if name not in LAYOUTS:
+            raise CatalogError(
+                f"{where}: member {m.api} has unknown layout {name!r}; known: {', '.join(LAYOUTS)}"
+            )
+    for name in m.encode.values():
+        if name not in ENCODERS and name not in VALUE_ENCODERS:
+            raise CatalogError(
+                f"{where}: member {m.api} has unknown encoder {name!r}; "
+                f"known: {', '.join(ENCODERS)}"
+            )
 
 
 # Catalog texts (by digest) that passed the schema in this process: the committed catalog is
@@ -256,6 +342,9 @@ def _group(raw: dict[str, Any]) -> Group:
             kwargs=dict(m.get("kwargs", {})),
             optional=dict(m.get("optional", {})),
             callable=str(m.get("callable", m["api"])),
+            layout=dict(m.get("layout", {})),
+            encode=dict(m.get("encode", {})),
+            fixed=_frozen(m.get("fixed", {})),
         )
         for m in raw["members"]
     )
@@ -268,4 +357,14 @@ def _group(raw: dict[str, Any]) -> Group:
         members=members,
         shapes=str(raw.get("shapes", "any")),
         reference=str(raw.get("reference", "")),
+        params=_frozen(raw.get("params", {})),
     )
+
+
+def _frozen(values: dict[str, Any]) -> dict[str, Any]:
+    """JSON lists as tuples: the values calls are made with (a stride of ``(2, 1)``)."""
+
+    def tup(v: Any) -> Any:
+        return tuple(tup(x) for x in v) if isinstance(v, list) else v
+
+    return {str(k): tup(v) for k, v in dict(values).items()}

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from xamt.catalog.model import ARRAY_ROLES, ROLES, CatalogError
+from xamt.catalog.model import ROLES, CatalogError, Group
 
 DATA = Path(__file__).resolve().parent / "data"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -84,7 +84,10 @@ def successors() -> dict[str, str]:
 @cache
 def scalar_specs() -> dict[str, Any]:
     """Scalar role -> the spec of its canonical value (see ``data/roles.toml``)."""
-    return {role: spec["value"] for role, spec in _table("roles.toml").get("scalars", {}).items()}
+    table = _table("roles.toml")
+    specs = {role: spec["value"] for role, spec in table.get("scalars", {}).items()}
+    specs.update({role: spec["value"] for role, spec in table.get("dl", {}).items()})
+    return specs
 
 
 def scalar_value(role: str, with_arrays: bool) -> Any:
@@ -95,6 +98,14 @@ def scalar_value(role: str, with_arrays: bool) -> Any:
     if isinstance(spec, dict):
         return np.array(spec["array"], dtype=spec["dtype"])
     return tuple(spec) if isinstance(spec, list) else spec
+
+
+def canonical_param(group: Group, role: str, with_arrays: bool = True) -> Any:
+    """A group's canonical value of scalar ``role``: the group's own (``Group.params``, the
+    deep-learning core), else the role's (``data/roles.toml``)."""
+    if role in group.params:
+        return group.params[role]
+    return scalar_value(role, with_arrays)
 
 
 def role_vocabulary() -> tuple[str, ...]:
@@ -249,7 +260,7 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
         ]
     if not arrays and not found and not blocked:  # only *args/**kwargs: parameters unknown
         return UNKNOWN
-    if len(arrays) > len(ARRAY_ROLES) - 1:  # at most x1, x2, x3
+    if len(arrays) > 3:  # at most x1, x2, x3
         blocked.extend(a[0] for a in arrays[3:])
         arrays = arrays[:3]
     return Binding(arrays=tuple(arrays), params=tuple(found), blocked=tuple(blocked), known=True)

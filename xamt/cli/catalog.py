@@ -107,7 +107,22 @@ def catalog_stats(catalog: CatalogOpt = None, as_json: JsonOpt = False) -> None:
             cell(stats["apis_per_library"][lib]),
         )
     out.print(table)
-    say("families: " + ", ".join(f"{k} {v}" for k, v in stats["families"].items()))
+    libs = list(stats["groups_per_library"])
+    families = Table("family", "groups", "operations", *libs, title="groups per family")
+    for family, row in stats["per_family"].items():
+        families.add_row(
+            cell(family),
+            cell(row["groups"]),
+            cell(row["operations"]),
+            *(cell(row["groups_per_library"][lib]) for lib in libs),
+        )
+    out.print(families)
+    core = stats["deep_learning_core"]
+    say(
+        f"deep-learning core (declared groups, xamt/catalog/data/dlcore.toml): "
+        f"{core['groups']} groups, {core['operations']} operations; "
+        + ", ".join(f"{lib} {n}" for lib, n in core["groups_per_library"].items())
+    )
 
 
 @app.command("list")
@@ -179,6 +194,16 @@ def catalog_show(
             cell(", ".join(f"{r}->{p}" for r, p in m.optional.items()) or "-"),
         )
     out.print(table)
+    if g.params:
+        say("canonical values: " + ", ".join(f"{k}={v}" for k, v in g.params.items()))
+    for m in g.members:
+        how = [
+            *(f"{r} in {layout}" for r, layout in m.layout.items()),
+            *(f"{p} as {enc}" for p, enc in m.encode.items()),
+            *(f"{p}={v!r}" for p, v in m.fixed.items()),
+        ]
+        if how:
+            say(f"  {m.api}: " + "; ".join(how))
 
 
 @app.command("check")

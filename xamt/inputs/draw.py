@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from xamt.catalog.model import ARRAY_ROLES, SEQUENCE_ROLE, Group
+from xamt.catalog.dlcore import is_dl
+from xamt.catalog.model import ARRAY_ROLES, DL_ARRAY_ROLES, SEQUENCE_ROLE, Group
 from xamt.catalog.normalize import scalar_value
+from xamt.inputs.dlcore import dl_dtypes, draw_dl_case, mutate_param
 from xamt.inputs.values import draw_array, float_specials
 from xamt.types import Case
 from xamt.workers.protocol import BFloat16
@@ -37,13 +39,15 @@ BOOL_GROUP_DTYPES = ("bool", "int32", "float32")
 
 def fuzz_dtypes(group: Group) -> tuple[str, ...]:
     """The dtypes a group is fuzzed with, its validation dtype first."""
+    if is_dl(group.shapes):
+        return dl_dtypes(group)
     return {"float32": FLOAT_GROUP_DTYPES, "int32": INT_GROUP_DTYPES}.get(
         group.dtype, BOOL_GROUP_DTYPES
     )
 
 
 def array_roles(group: Group) -> list[str]:
-    return [r for r in group.roles if r in ARRAY_ROLES or r == SEQUENCE_ROLE]
+    return [r for r in group.roles if r in ARRAY_ROLES or r in DL_ARRAY_ROLES or r == SEQUENCE_ROLE]
 
 
 # A small menu of shapes per kind: libraries that compile per shape (jax, tensorflow's
@@ -147,6 +151,8 @@ def draw_case(
     seed: int = 0,
 ) -> Case:
     """A fresh case for ``group``: arrays of ``dtype`` and ``value_class``, parameters by role."""
+    if is_dl(group.shapes):
+        return draw_dl_case(group, rng, dtype, value_class, apis, seed)
     roles = array_roles(group)
     values: dict[str, Any] = {}
     n_arrays = 2 if roles == [SEQUENCE_ROLE] else len(roles)
@@ -192,9 +198,12 @@ def mutate(case: Case, group: Group, rng: np.random.Generator) -> Case:
         if isinstance(values[r], np.ndarray | BFloat16) and r in array_roles(group)
     ]
     choice = rng.random()
+    moved = mutate_param(values, group, rng) if is_dl(group.shapes) else None
     if arrays and choice < 0.7:
         role = arrays[int(rng.integers(0, len(arrays)))]
         values[role] = _poke(values[role], case.dtype, rng)
+    elif moved is not None:
+        values = moved
     elif "axis" in values or "axis" in group.roles:
         ndim = _ndim(values, group)
         values["axis"] = _axis_values(rng, ndim, required="axis" in group.roles)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.model import Group
-from xamt.catalog.normalize import scalar_value
+from xamt.catalog.normalize import canonical_param
 from xamt.inputs.draw import array_roles, common_optional
 from xamt.types import Case
 from xamt.workers.protocol import BFloat16
@@ -117,7 +117,7 @@ def input_classes(case: Case, group: Group) -> list[str]:
         if role in array_roles(group) or role in ("axis", "keepdims") or role not in case.values:
             continue
         value = case.values[role]
-        canonical = scalar_value(role, bool(arrays))
+        canonical = canonical_param(group, role, bool(arrays))
         if isinstance(value, np.ndarray):
             if arrays and arrays[0].ndim and np.any((value >= arrays[0].shape[0]) | (value < 0)):
                 tags.add("out-of-range-index")

@@ -83,6 +83,14 @@ def _plain(out):
     return numpy.asarray(out)
 
 
+def _layout(value):
+    if isinstance(value, list):
+        return [_layout(v) for v in value]
+    if OUT_TRANSPOSE and value.ndim == len(OUT_TRANSPOSE):
+        return numpy.transpose(value, OUT_TRANSPOSE)
+    return value
+
+
 def _json(value):
     if isinstance(value, list):
         return {"seq": [_json(v) for v in value]}
@@ -123,7 +131,7 @@ if __name__ == "__main__":
     print(f"{LIBRARY} {_version()} (finding made on {MADE_ON})")
     try:
         out = _resolve(API)(*ARGS(), **KWARGS())
-        value = _plain(out)
+        value = _layout(_plain(out))
         print(value)
         print("RESULT " + json.dumps({"status": "ok", "value": _json(value)}))
     except Exception as exc:  # the disagreement may be that this library raises
@@ -191,6 +199,7 @@ class _Renderer(ValueCode):
         self.api = api
         self.arrays: list[str] = []
         self.npz: dict[str, np.ndarray] = {}
+        self.perm: tuple[int, ...] | None = None  # the layout of the array being rendered
 
     def array(self, v: BFloat16 | np.ndarray) -> str:
         bf16 = isinstance(v, BFloat16)
@@ -205,6 +214,9 @@ class _Renderer(ValueCode):
         template = TO_NATIVE[self.library]
         if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
             template = MXNET_NP
+        if self.perm is not None and arr.ndim == len(self.perm):
+            # the member computes in another layout: xamt transposed the array for it
+            name = f"numpy.ascontiguousarray(numpy.transpose({name}, {self.perm}))"
         code = template.format(name)
         if bf16:
             code = BF16_CAST.get(self.library, "{}").format(code)  # none: float32 stays
@@ -220,9 +232,18 @@ def library_script(
     """The standalone script for one library, and the arrays for inputs.npz (if any)."""
     call = bind(member, case.values)
     r = _Renderer(library, call.api)
-    args = [r.value(a) for a in call.args]
+
+    def code(value: Any, key: str) -> str:
+        r.perm = call.transpose.get(key)
+        try:
+            return r.value(value)
+        finally:
+            r.perm = None
+
+    args = [code(a, str(i)) for i, a in enumerate(call.args)]
     args_arrays = len(r.arrays)
-    kwargs = [f"{k!r}: {r.value(v)}" for k, v in call.kwargs.items()]
+    kwargs = [f"{k!r}: {code(v, k)}" for k, v in call.kwargs.items()]
+    out_perm = call.transpose.get("return")
     version_expr = VERSION_OF.get(library, f"{library}.__version__")
     lines = [
         f'"""Reproduces xamt finding {signature} ({key}) with {library} alone.',
@@ -239,6 +260,8 @@ def library_script(
         f"LIBRARY = {library!r}",
         f"MADE_ON = {version!r}",
         f"API = {call.api!r}",
+        "# the result's layout is transposed back by this permutation before it is compared",
+        f"OUT_TRANSPOSE = {tuple(out_perm) if out_perm else None!r}",
         "",
         "",
         "def _version():",

@@ -591,10 +591,10 @@ class WorkerPool:
         state.single = len(pending) == 1
         if state.single:
             c = pending[0]
-            worker.send(
-                {"op": "call", "id": state.rid, "api": c.api, "seed": c.seed},
-                {"args": list(c.args), "kwargs": dict(c.kwargs)},
-            )
+            header = {"op": "call", "id": state.rid, "api": c.api, "seed": c.seed}
+            if c.transpose:
+                header["transpose"] = _plain_transpose(c.transpose)
+            worker.send(header, {"args": list(c.args), "kwargs": dict(c.kwargs)})
         else:
             worker.send(
                 {"op": "batch", "id": state.rid}, {"calls": [_call_value(c) for c in pending]}
@@ -833,12 +833,19 @@ class _BatchState:
 
 
 def _call_value(call: Call) -> dict[str, Any]:
-    return {
+    value = {
         "api": call.api,
         "args": list(call.args),
         "kwargs": dict(call.kwargs),
         "seed": call.seed,
     }
+    if call.transpose:
+        value["transpose"] = _plain_transpose(call.transpose)
+    return value
+
+
+def _plain_transpose(transpose: dict[str, tuple[int, ...]]) -> dict[str, list[int]]:
+    return {k: [int(p) for p in perm] for k, perm in transpose.items()}
 
 
 def _hello(frame: dict[str, Any]) -> Hello:

@@ -185,6 +185,12 @@ class Server:
             kwargs = request.get("kwargs", {})
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise ProtocolError("call.args must be a list and call.kwargs a map")
+            transpose = request.get("transpose") or {}
+            if not isinstance(transpose, dict):
+                raise ProtocolError("call.transpose must be a map")
+            if transpose:
+                args = [_transposed(a, transpose.get(str(i))) for i, a in enumerate(args)]
+                kwargs = {k: _transposed(v, transpose.get(str(k))) for k, v in kwargs.items()}
             native_args = [self.to_native(a, api) for a in args]
             native_kwargs = {str(k): self.to_native(v, api) for k, v in kwargs.items()}
             seed = request.get("seed")
@@ -196,6 +202,8 @@ class Server:
             start, cpu_start = time.perf_counter(), time.process_time()
             out = self.adapter.materialize(fn(*native_args, **native_kwargs))
             value = self.to_wire(out)
+            if transpose.get("return"):
+                value = _transposed_result(value, transpose["return"])
             seconds = time.perf_counter() - start
             cpu = time.process_time() - cpu_start
         except Unsupported as exc:
@@ -266,6 +274,27 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - one bad namespace must not end the worker
                 errors[ns] = f"{type(exc).__name__}: {exc}"
         return {"apis": apis, "errors": errors}
+
+
+def _transposed(value: Any, perm: Any) -> Any:
+    """An input array in the member's layout (``Call.transpose``); anything else as it is."""
+    if perm is None:
+        return value
+    if not isinstance(perm, list | tuple) or not all(isinstance(p, int) for p in perm):
+        raise ProtocolError("call.transpose values must be lists of ints")
+    if isinstance(value, BFloat16) and value.values.ndim == len(perm):
+        return BFloat16(np.transpose(value.values, perm))
+    if isinstance(value, np.ndarray) and value.ndim == len(perm):
+        return np.transpose(value, perm)
+    return value
+
+
+def _transposed_result(value: Any, perm: Any) -> Any:
+    """A result back in the group's layout: every array of the permutation's rank in it (a
+    result of another rank is left as it is, for the comparison to see)."""
+    if isinstance(value, tuple | list):
+        return type(value)(_transposed_result(v, perm) for v in value)
+    return _transposed(value, perm)
 
 
 def _input_signature(value: Any) -> Any:

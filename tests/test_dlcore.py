@@ -1,0 +1,180 @@
+"""The deep-learning core without libraries: layouts, encoders, declared groups, binding,
+case drawing and repro scripts (the real libraries are in tests/integration/test_dlcore.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xamt.catalog import dlcore
+from xamt.catalog.bind import bind
+from xamt.catalog.model import CatalogError, Group, Member
+from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate
+from xamt.triage.repro import library_script
+from xamt.types import Case
+from xamt.workers.server import _transposed, _transposed_result
+
+
+def test_layout_permutations_round_trip() -> None:
+    x = np.arange(2 * 4 * 3 * 5).reshape(2, 4, 3, 5)
+    last = dlcore.permutation("channels_last", 4)
+    first = dlcore.permutation("channels_first", 4)
+    assert last == (0, 2, 3, 1) and first == (0, 3, 1, 2)
+    nhwc = np.transpose(x, last)
+    assert nhwc.shape == (2, 3, 5, 4) and nhwc[1, 2, 4, 3] == x[1, 3, 2, 4]
+    assert np.array_equal(np.transpose(nhwc, first), x)
+    # OIHW -> HWIO
+    assert dlcore.permutation("spatial_in_out", 4) == (2, 3, 1, 0)
+    assert dlcore.permutation("spatial_in_out", 3) == (2, 1, 0)
+    # nothing to do for a vector, or for an identity
+    assert dlcore.permutation("channels_last", 2) is None
+    assert dlcore.permutation("swap_1_2", 3) == (0, 2, 1)
+
+
+def test_encoders_spell_one_value_per_library() -> None:
+    enc = dlcore.ENCODERS
+    assert enc["tuple"](2, 3) == (2, 2, 2) and enc["tuple"]((1, 2), 2) == (1, 2)
+    assert enc["pairs"](1, 2) == ((1, 1), (1, 1))
+    assert enc["tf_explicit"](1, 2) == [[0, 0], [1, 1], [1, 1], [0, 0]]
+    assert enc["tf_window"](2, 2) == [1, 2, 2, 1]
+    pad = ((1, 2), (3, 0))  # (before, after) for H, then W
+    assert enc["np_pad"](pad, 2) == ((0, 0), (0, 0), (1, 2), (3, 0))
+    assert enc["torch_pad"](pad, 2) == (3, 0, 1, 2)  # last dimension first
+    assert enc["flat_pad"](pad, 2) == (0, 0, 0, 0, 1, 2, 3, 0)
+    kernel = np.zeros((6, 2, 3, 5), np.float32)
+    assert enc["kernel"](kernel, 2) == (3, 5) and enc["out_channels"](kernel, 2) == 6
+    assert enc["last_dim"](kernel, 2) == (5,) and enc["trailing_dims"](kernel, 2) == (2, 3, 5)
+
+
+def test_declared_groups_expand_over_ranks_with_their_members() -> None:
+    specs = {s.id: s for s in dlcore.declared()}
+    conv1, conv2 = specs["conv1d"], specs["conv2d"]
+    assert conv2.shapes == "conv2d" and conv2.rank == 2 and conv1.rank == 1
+    apis2 = {m.api for m in conv2.members}
+    assert "torch.nn.functional.conv2d" in apis2 and "tensorflow.nn.conv2d" in apis2
+    # a member restricted to some ranks is absent from the others
+    assert "tensorflow.nn.conv2d" not in {m.api for m in conv1.members}
+    # per-rank values pick one per rank
+    assert specs["pad_reflect1d"].params["pad"] == ((1, 2),)
+    assert len(specs["pad_reflect3d"].params["pad"]) == 3
+    paddle_gn = next(m for m in specs["group_norm3d"].members if m.library == "paddle")
+    assert paddle_gn.fixed["data_format"] == "NCDHW"
+    for spec in specs.values():
+        apis = [m.api for m in spec.members]
+        assert len(apis) == len(set(apis)), spec.id  # one member per API
+
+
+def test_a_bad_declaration_names_the_file_and_group(tmp_path: Path) -> None:
+    bad = tmp_path / "dl.toml"
+    bad.write_text(
+        '[[group]]\nop = "c"\nfamily = "convolution"\nroles = ["x"]\n'
+        '[[group.member]]\nlibrary = "torch"\napi = "torch.c"\nencode = { a = "nope" }\n'
+    )
+    with pytest.raises(CatalogError, match=r"dl.toml: group #0 \(c\).*unknown encoder 'nope'"):
+        dlcore.declared(bad)
+
+
+def _tf_conv() -> Member:
+    return Member(
+        library="tensorflow",
+        api="tensorflow.nn.conv2d",
+        kwargs={"input": "x", "filters": "kernel", "padding": "padding", "strides": "stride"},
+        encode={"padding": "tf_explicit"},
+        layout={"x": "channels_last", "kernel": "spatial_in_out", "return": "channels_first"},
+        fixed={"data_format": "NHWC"},
+    )
+
+
+def test_bind_encodes_fixes_and_asks_for_transposes() -> None:
+    x = np.zeros((2, 4, 7, 6), np.float32)
+    kernel = np.zeros((6, 4, 3, 2), np.float32)
+    call = bind(_tf_conv(), {"x": x, "kernel": kernel, "padding": 1, "stride": 2})
+    assert call.kwargs["padding"] == [[0, 0], [1, 1], [1, 1], [0, 0]]
+    assert call.kwargs["strides"] == 2 and call.kwargs["data_format"] == "NHWC"
+    assert call.transpose == {
+        "input": (0, 2, 3, 1),
+        "filters": (2, 3, 1, 0),
+        "return": (0, 3, 1, 2),
+    }
+    # the arrays stay logical: the worker transposes them
+    assert call.kwargs["input"] is x
+    mx = Member(
+        library="mxnet",
+        api="mxnet.nd.Convolution",
+        kwargs={"data": "x", "weight": "kernel", "kernel": "kernel", "num_filter": "kernel"},
+        encode={"kernel": "kernel", "num_filter": "out_channels"},
+    )
+    call = bind(mx, {"x": x, "kernel": kernel})
+    assert call.kwargs["kernel"] == (3, 2) and call.kwargs["num_filter"] == 6
+    assert call.kwargs["weight"] is kernel and not call.transpose
+
+
+def test_worker_side_transposes() -> None:
+    x = np.arange(24.0).reshape(1, 2, 3, 4)
+    assert _transposed(x, [0, 2, 3, 1]).shape == (1, 3, 4, 2)
+    assert _transposed(x, None) is x
+    assert _transposed(x, [0, 2, 1]) is x  # another rank: left for the comparison to see
+    out = _transposed_result((np.zeros((1, 3, 4, 2)), 5), [0, 3, 1, 2])
+    assert out[0].shape == (1, 2, 3, 4) and out[1] == 5
+
+
+def _group(spec_id: str) -> Group:
+    spec = next(s for s in dlcore.declared() if s.id == spec_id)
+    return dlcore.groups_of(spec, [list(range(len(spec.members)))], lambda k: "")[0]
+
+
+@pytest.mark.parametrize("gid", ["conv2d[groups]", "conv3d", "batch_norm2d", "pad_reflect1d"])
+def test_drawn_cases_keep_the_arrays_in_step(gid: str) -> None:
+    group = _group(gid)
+    rng = np.random.default_rng(5)
+    d = dlcore.spatial_rank(group.shapes)
+    apis = {m.library: m.api for m in group.members}
+    assert set(fuzz_dtypes(group)) >= {"float32", "float16", "bfloat16"}
+    edges = 0
+    for _ in range(60):
+        case = draw_case(group, rng, "float32", "ordinary", apis)
+        x = case.values["x"]
+        assert x.ndim == d + 2
+        edges += int(0 in x.shape or 1 in x.shape[2:])
+        if "kernel" in case.values:
+            g = case.values.get("groups", 1)
+            g = g if isinstance(g, int) and g > 0 else 1
+            assert case.values["kernel"].shape[1] == max(1, x.shape[1] // g)
+        if "running_var" in case.values:
+            assert case.values["running_var"].shape == (x.shape[1],)
+        mutated = mutate(case, group, rng)
+        assert set(mutated.values) == set(case.values)
+    assert edges  # empty and size-one spatial inputs are drawn too
+
+
+def test_repro_script_shows_the_transposes() -> None:
+    member = _tf_conv()
+    x = np.arange(2 * 4 * 7 * 6, dtype=np.float32).reshape(2, 4, 7, 6)
+    kernel = np.ones((6, 4, 3, 2), np.float32)
+    case = Case(
+        group="conv2d",
+        dtype="float32",
+        value_class="ordinary",
+        values={"x": x, "kernel": kernel, "padding": 1, "stride": 2},
+        apis={"tensorflow": member.api},
+    )
+    text, _ = library_script(
+        library="tensorflow", member=member, case=case, version="2", signature="s", key="k"
+    )
+    assert "numpy.transpose(a0, (0, 2, 3, 1))" in text
+    assert "numpy.transpose(a1, (2, 3, 1, 0))" in text
+    assert "OUT_TRANSPOSE = (0, 3, 1, 2)" in text
+    compile(text, "repro_tensorflow.py", "exec")
+
+
+def test_stats_count_the_declared_groups_per_family() -> None:
+    from xamt.catalog.model import Catalog
+
+    conv, pad = _group("conv2d"), _group("pad_reflect2d")
+    stats = Catalog(libraries={}, groups=(conv, pad)).stats()
+    assert stats["deep_learning_core"]["groups"] == 2
+    assert stats["per_family"]["convolution"]["groups"] == 1
+    assert stats["per_family"]["padding"]["groups_per_library"]["numpy"] == 1
+    assert stats["per_family"]["padding"]["operations"] == 1
