@@ -17,7 +17,8 @@ declares how it differs:
 * ``encode``: per parameter (name, or argument position), how a role's value is spelled for it
   (:data:`ENCODERS`): an int stride as one per spatial dimension, a padding as tensorflow's
   explicit pairs, the kernel size read off the weight's shape for mxnet.
-* ``fixed``: parameters always given (``pad_mode="pad"``, ``no_bias=True``).
+* ``fixed``: parameters always given (``pad_mode="pad"``, ``no_bias=True``; ``none`` lists
+  those given None).
 
 A declared group spans the spatial ranks in ``ranks``; ``{d}`` in its strings is the rank
 (``conv{d}d``), and a member with ``ranks`` of its own takes part in those only.
@@ -67,6 +68,11 @@ def _spatial_in_out(n: int) -> tuple[int, ...]:
     return (*range(2, n), 1, 0)
 
 
+def _spatial_out_in(n: int) -> tuple[int, ...]:
+    """(C * M, 1, *kernel) -> (*kernel, C, 1): a depthwise kernel as tensorflow takes it."""
+    return (*range(2, n), 0, 1)
+
+
 def _batch_last2(n: int) -> tuple[int, ...]:
     """(B, H, T, D) <-> (B, T, H, D): attention's heads-first and sequence-first layouts."""
     return (0, 2, 1, *range(3, n))
@@ -78,6 +84,7 @@ LAYOUTS: dict[str, Callable[[int], tuple[int, ...]]] = {
     "channels_last": _channels_last,  # NCHW -> NHWC (and NCL -> NLC, NCDHW -> NDHWC)
     "channels_first": _channels_first,  # NHWC -> NCHW: a result computed channels-last
     "spatial_in_out": _spatial_in_out,  # OIHW -> HWIO (tensorflow's filters)
+    "spatial_out_in": _spatial_out_in,  # OIHW -> HWOI (tensorflow's depthwise filters)
     "swap_1_2": _batch_last2,
 }
 
@@ -152,6 +159,17 @@ VALUE_ENCODERS: dict[str, Callable[[Any, int, Mapping[str, Any]], Any]] = {
         (k - 1 - p, k - 1 - p)
         for k, p in zip(_shape(vs["kernel"])[2:], _per_dim(v, d), strict=False)
     ),
+    # tensorflow's transposed convolutions take the output shape (channels-last, no padding)
+    "tf_convt_valid_shape": lambda v, d, vs: [
+        _shape(vs["x"])[0],
+        *(
+            (n - 1) * s + k
+            for n, s, k in zip(
+                _shape(vs["x"])[2:], _per_dim(v, d), _shape(vs["kernel"])[2:], strict=False
+            )
+        ),
+        _shape(vs["kernel"])[1],
+    ],
     # tensorflow.image.resize's size: the spatial sizes only
     "size_tuple": lambda v, d, vs: _per_dim(v, d),
 }
@@ -266,7 +284,11 @@ def _member(raw: Mapping[str, Any], d: int) -> Member:
         kwargs={_fmt(k, d): v for k, v in raw.get("kwargs", {}).items()},
         layout=layout,
         encode={_fmt(k, d): v for k, v in encode.items()},
-        fixed={k: _by_rank(v, d) for k, v in raw.get("fixed", {}).items()},
+        # (TOML has no null: parameters given None are listed under `none`)
+        fixed={
+            **{k: _by_rank(v, d) for k, v in raw.get("fixed", {}).items()},
+            **dict.fromkeys(raw.get("none", [])),
+        },
         callable=api,
     )
 
@@ -336,7 +358,11 @@ def canonical_values(group: Declared | Group) -> list[dict[str, Any]]:
     for x_shape in params.pop("x_shapes", None) or CANONICAL_X[rank]:
         x_shape = tuple(x_shape)
         shapes = role_shapes(
-            arrangement, x_shape, CANONICAL_KERNEL[rank], groups=int(params.get("groups", 1))
+            arrangement,
+            x_shape,
+            CANONICAL_KERNEL[rank],
+            groups=int(params.get("groups", 1)),
+            out_channels=int(params.get("out_channels", OUT_CHANNELS)),
         )
         values: dict[str, Any] = {}
         for role in group.roles:

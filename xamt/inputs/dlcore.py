@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from xamt.catalog.dlcore import CANONICAL_KERNEL, arrangement_of, role_shapes, spatial_rank
+from xamt.catalog.dlcore import (
+    CANONICAL_KERNEL,
+    OUT_CHANNELS,
+    arrangement_of,
+    role_shapes,
+    spatial_rank,
+)
 from xamt.catalog.model import DL_ARRAY_ROLES, Group
 from xamt.catalog.normalize import canonical_param
 from xamt.inputs.values import draw_array
@@ -109,6 +115,7 @@ def draw_dl_case(
         x_shape,
         kernel,
         groups=groups if isinstance(groups, int) and groups > 0 else 1,
+        out_channels=int(group.params.get("out_channels", OUT_CHANNELS)),
     )
     for role in group.roles:
         if role not in shapes:
