@@ -178,3 +178,49 @@ def test_stats_count_the_declared_groups_per_family() -> None:
     assert stats["per_family"]["convolution"]["groups"] == 1
     assert stats["per_family"]["padding"]["groups_per_library"]["numpy"] == 1
     assert stats["per_family"]["padding"]["operations"] == 1
+
+
+def test_a_callable_parameter_travels_by_name_and_is_rendered_as_one() -> None:
+    from xamt.workers import protocol
+
+    member = Member(
+        library="jax",
+        api="jax.lax.reduce_window",
+        kwargs={"operand": "x", "window_dimensions": "kernel_size"},
+        encode={"window_dimensions": "window"},
+        fixed={"init_value": float("-inf"), "padding": "VALID"},
+        callables={"computation": "jax.lax.max"},
+    )
+    x = np.zeros((1, 4, 6, 6), np.float32)
+    call = bind(member, {"x": x, "kernel_size": 2})
+    assert call.kwargs["computation"] == protocol.ApiRef("jax.lax.max")
+    assert call.kwargs["window_dimensions"] == (1, 1, 2, 2)
+    data = protocol.encode({"op": "call"}, {"kwargs": call.kwargs})
+    hlen, _ = protocol.parse_prefix(data[: protocol.PREFIX.size])
+    header = data[protocol.PREFIX.size : protocol.PREFIX.size + hlen]
+    payload = data[protocol.PREFIX.size + hlen :]
+    decoded = protocol.decode(header, payload, ("kwargs",))
+    assert decoded["kwargs"]["computation"] == protocol.ApiRef("jax.lax.max")
+    case = Case(
+        group="g",
+        dtype="float32",
+        value_class="ordinary",
+        values={"x": x, "kernel_size": 2},
+        apis={"jax": member.api},
+    )
+    text, _ = library_script(
+        library="jax", member=member, case=case, version="0", signature="s", key="k"
+    )
+    assert "'computation': _resolve('jax.lax.max')" in text
+
+
+@pytest.mark.parametrize("kernel", [np.float32(1.0), np.zeros((3,), np.float32), None])
+def test_binding_never_fails_on_values_the_minimizer_makes(kernel: object) -> None:
+    specs = [s for s in dlcore.declared() if s.arrangement in ("conv", "convt")]
+    assert len(specs) >= 10
+    x = np.zeros((1, 4, 5), np.float32)
+    odd: dict[str, object] = {"x": x, "kernel": kernel, "bias": None}
+    for spec in specs:
+        values = {role: odd.get(role, ()) for role in spec.roles}
+        for m in spec.members:
+            bind(m, values)  # (raises nothing: the library gets what there is)

@@ -9,6 +9,7 @@ import numpy as np
 
 from xamt.catalog.model import Member
 from xamt.types import Call
+from xamt.workers.protocol import ApiRef
 
 
 def bind(member: Member, values: Mapping[str, Any], *, seed: int | None = None) -> Call:
@@ -24,7 +25,7 @@ def bind(member: Member, values: Mapping[str, Any], *, seed: int | None = None) 
     for role, param in member.optional.items():
         if role in values and param not in kwargs:
             kwargs[param] = values[role]
-    if not (member.encode or member.fixed or member.layout):
+    if not (member.encode or member.fixed or member.layout or member.callables):
         return Call(api=member.api, args=args, kwargs=kwargs, seed=seed)
     return _bind_dl(member, values, args, kwargs, seed)
 
@@ -42,9 +43,14 @@ def _bind_dl(
     d = max(1, len(np.shape(getattr(x, "values", x))) - 2) if x is not None else 1
 
     def encoded(encoder: str, value: Any) -> Any:
-        if encoder in VALUE_ENCODERS:
-            return VALUE_ENCODERS[encoder](value, d, values)
-        return ENCODERS[encoder](value, d)
+        # a value no spelling fits (a minimized kernel of another rank, a None pad) goes as
+        # it is: the library's answer to it is the outcome, never an orchestrator error
+        try:
+            if encoder in VALUE_ENCODERS:
+                return VALUE_ENCODERS[encoder](value, d, values)
+            return ENCODERS[encoder](value, d)
+        except (TypeError, ValueError, IndexError, KeyError):
+            return value
 
     arg_list = list(args)
     for key, encoder in member.encode.items():
@@ -71,4 +77,6 @@ def _bind_dl(
             transpose["return"] = perm
     for param, value in member.fixed.items():
         kwargs.setdefault(param, value)
+    for param, path in member.callables.items():
+        kwargs.setdefault(param, ApiRef(path))
     return Call(api=member.api, args=tuple(arg_list), kwargs=kwargs, seed=seed, transpose=transpose)

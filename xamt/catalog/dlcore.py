@@ -18,7 +18,8 @@ declares how it differs:
   (:data:`ENCODERS`): an int stride as one per spatial dimension, a padding as tensorflow's
   explicit pairs, the kernel size read off the weight's shape for mxnet.
 * ``fixed``: parameters always given (``pad_mode="pad"``, ``no_bias=True``; ``none`` lists
-  those given None).
+  those given None); ``callables``: parameters given one of the library's functions
+  (``jax.lax.reduce_window``'s ``computation=jax.lax.max``), resolved in the worker.
 
 A declared group spans the spatial ranks in ``ranks``; ``{d}`` in its strings is the rank
 (``conv{d}d``), and a member with ``ranks`` of its own takes part in those only.
@@ -118,6 +119,13 @@ def _shape(value: Any) -> tuple[int, ...]:
     return tuple(int(s) for s in np.shape(value.values if hasattr(value, "values") else value))
 
 
+def _dim(value: Any, axis: int) -> int:
+    """One dimension of an array role; 1 where a drawn or minimized array has too few (the
+    call is then invalid for every library, which the comparison sees)."""
+    shape = _shape(value)
+    return shape[axis] if -len(shape) <= axis < len(shape) else 1
+
+
 Encoder = Callable[[Any, int], Any]
 # Encoder name -> f(role value, spatial rank): the value as the member's parameter takes it.
 # (Encoders that also need other roles' values are in VALUE_ENCODERS.)
@@ -129,6 +137,9 @@ ENCODERS: dict[str, Encoder] = {
     "tf_explicit": lambda v, d: [[0, 0], *[[b, a] for b, a in _pairs(v, d)], [0, 0]],
     # tensorflow's pooling window and strides: one per dimension of the channels-last input
     "tf_window": lambda v, d: [1, *_per_dim(v, d), 1],
+    # a window over the whole array (jax.lax.reduce_window): 1 on batch and channels
+    "window": lambda v, d: (1, 1, *_per_dim(v, d)),
+    "full_pairs": lambda v, d: ((0, 0), (0, 0), *_pairs(v, d)),
     # numpy.pad's pad_width for the whole array: nothing on batch and channels
     "np_pad": lambda v, d: ((0, 0), (0, 0), *_pairs(v, d)),
     # torch.nn.functional.pad: (before, after) pairs from the last dimension backwards, flat
@@ -137,8 +148,8 @@ ENCODERS: dict[str, Encoder] = {
     "flat_pad": lambda v, d: (0, 0, 0, 0, *(x for pair in _pairs(v, d) for x in pair)),
     # values read off an array role's shape (the role's value is the array)
     "kernel": lambda v, d: _shape(v)[2:],
-    "out_channels": lambda v, d: _shape(v)[0],
-    "out_channels_t": lambda v, d: _shape(v)[1],
+    "out_channels": lambda v, d: _dim(v, 0),
+    "out_channels_t": lambda v, d: _dim(v, 1),
     "last_dim": lambda v, d: _shape(v)[-1:],
     "trailing_dims": lambda v, d: _shape(v)[1:],
     "spatial_size": lambda v, d: _shape(v)[2:],
@@ -161,14 +172,14 @@ VALUE_ENCODERS: dict[str, Callable[[Any, int, Mapping[str, Any]], Any]] = {
     ),
     # tensorflow's transposed convolutions take the output shape (channels-last, no padding)
     "tf_convt_valid_shape": lambda v, d, vs: [
-        _shape(vs["x"])[0],
+        _dim(vs["x"], 0),
         *(
             (n - 1) * s + k
             for n, s, k in zip(
                 _shape(vs["x"])[2:], _per_dim(v, d), _shape(vs["kernel"])[2:], strict=False
             )
         ),
-        _shape(vs["kernel"])[1],
+        _dim(vs["kernel"], 1),
     ],
     # tensorflow.image.resize's size: the spatial sizes only
     "size_tuple": lambda v, d, vs: _per_dim(v, d),
@@ -290,6 +301,7 @@ def _member(raw: Mapping[str, Any], d: int) -> Member:
             **dict.fromkeys(raw.get("none", [])),
         },
         callable=api,
+        callables={str(k): _fmt(str(v), d) for k, v in raw.get("callables", {}).items()},
     )
 
 

@@ -105,6 +105,7 @@ class Member:
     layout: dict[str, str] = field(default_factory=dict)
     encode: dict[str, str] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)
+    callables: dict[str, str] = field(default_factory=dict)  # parameter -> the library's API
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +209,7 @@ def _compact(group: dict[str, Any]) -> dict[str, Any]:
     if not group["params"]:
         del group["params"]
     for m in group["members"]:
-        for key in ("kwargs", "optional", "args", "layout", "encode", "fixed"):
+        for key in ("kwargs", "optional", "args", "layout", "encode", "fixed", "callables"):
             if not m[key]:
                 del m[key]
         if m.get("callable") == m["api"]:
@@ -345,6 +346,7 @@ def _group(raw: dict[str, Any]) -> Group:
             layout=dict(m.get("layout", {})),
             encode=dict(m.get("encode", {})),
             fixed=_frozen(m.get("fixed", {})),
+            callables=dict(m.get("callables", {})),
         )
         for m in raw["members"]
     )

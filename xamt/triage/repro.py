@@ -23,7 +23,7 @@ from xamt.catalog.model import Member
 from xamt.paths import check_identifier, replace_file
 from xamt.serialize import case_to_jsonable
 from xamt.types import Case
-from xamt.workers.protocol import BFloat16, DType
+from xamt.workers.protocol import ApiRef, BFloat16, DType
 
 INLINE_LIMIT = 64  # elements; larger inputs go to inputs.npz
 
@@ -170,6 +170,8 @@ class ValueCode:
             return self.array(v)
         if isinstance(v, DType):
             return self.dtype(v.name)
+        if isinstance(v, ApiRef):
+            return f"_resolve({v.path!r})"
         if isinstance(v, tuple):
             inner = ", ".join(self.value(x) for x in v)
             return f"({inner},)" if len(v) == 1 else f"({inner})"

@@ -17,6 +17,7 @@ Values are JSON trees in which non-JSON values are tagged objects:
     {"$a": i, "dtype": "float32", "shape": [2, 3]}   array; buffer i of the frame's payload
     {"$t": [...]}                                     tuple
     {"$d": "float64"}                                 a dtype given by name
+    {"$api": "jax.lax.max"}                           a callable of the worker's library
     {"$f": "nan" | "inf" | "-inf"}                    a non-finite Python float
     {"$c": [re, im]}                                  a Python complex
     {"$map": [[key, value], ...]}                     a dict (keys are values too)
@@ -316,6 +317,8 @@ class _Encoder:
             return self.array(obj.values, "bfloat16")
         if isinstance(obj, DType):
             return {"$d": obj.name}
+        if isinstance(obj, ApiRef):
+            return {"$api": obj.path}
         if isinstance(obj, tuple):
             return {"$t": [self.value(v) for v in obj]}
         if isinstance(obj, list):
@@ -338,6 +341,14 @@ class DType:
     def __post_init__(self) -> None:
         if self.name not in DTYPE_NAMES:
             raise ProtocolError(f"unknown dtype name {self.name!r}")
+
+
+@dataclass(frozen=True)
+class ApiRef:
+    """A callable of the worker's library given as an argument (``jax.lax.reduce_window``'s
+    ``computation=jax.lax.max``): the worker resolves the path as it resolves an API."""
+
+    path: str
 
 
 @dataclass(frozen=True)
@@ -443,6 +454,8 @@ class _Decoder:
             return tuple(self.value(v) for v in node["$t"])
         if "$d" in node:
             return DType(node["$d"])
+        if "$api" in node:
+            return ApiRef(str(node["$api"]))
         if "$f" in node:
             text = node["$f"]
             if text not in ("nan", "inf", "-inf"):

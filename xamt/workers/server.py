@@ -39,7 +39,14 @@ import numpy as np
 
 from xamt.workers import protocol
 from xamt.workers.adapters.base import Adapter, Unsupported
-from xamt.workers.protocol import RESOURCE_PATTERNS, BFloat16, DType, Opaque, ProtocolError
+from xamt.workers.protocol import (
+    RESOURCE_PATTERNS,
+    ApiRef,
+    BFloat16,
+    DType,
+    Opaque,
+    ProtocolError,
+)
 
 TESTING_ROOT = "xamt_testing"
 TRACEBACK_FRAMES = 6
@@ -139,6 +146,8 @@ class Server:
             return self.adapter.to_native(value, api)
         if isinstance(value, DType):
             return self.adapter.dtype_to_native(value.name)
+        if isinstance(value, ApiRef):
+            return self.resolve(value.path)
         if isinstance(value, tuple):
             return tuple(self.to_native(v, api) for v in value)
         if isinstance(value, list):
