@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.normalize import canonical_param
@@ -61,6 +62,7 @@ TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
     "dtype-limit": ("dtype-max", "dtype-min"),
     "zero-divisor": ("zero-divisor",),
     "empty": ("empty",),
+    "kernel-beyond-input": ("kernel-beyond-input",),
     "scalar": ("scalar",),
     "out-of-range-axis": ("out-of-range-axis",),
     "out-of-range-index": ("out-of-range-index",),
@@ -134,7 +136,8 @@ def case_dtype(case: Case, group: Group) -> str:
 def sign(case: Case, group: Group, blame: Blame, trigger: str) -> Signed:
     """Sign one blame of ``case`` with ``trigger``."""
     lib = blame.library
-    callable_ = canonical_callable(lib, group.op) if not blame.split else group.op
+    op = dlcore.callable_op(group.op) if dlcore.is_dl(group.shapes) else group.op
+    callable_ = canonical_callable(lib, op) if not blame.split else op
     facts = {
         "family": blame.family,
         "library": lib,
@@ -481,8 +484,16 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
             new = np.ones(tuple(max(n, 1) for n in arr.shape), dtype=arr.dtype)
         elif trigger == "scalar" and arr.ndim == 0:
             new = arr.reshape(1)
+        elif trigger == "kernel-beyond-input" and role == "kernel":
+            new = _fit_kernel(arr, values.get("x"))
         if new is not None:
             put(role, i, new)
+    if trigger == "kernel-beyond-input" and isinstance(values.get("kernel_size"), int):
+        x = values.get("x")
+        x = x.values if isinstance(x, BFloat16) else x
+        if isinstance(x, np.ndarray) and x.ndim >= 3 and min(x.shape[2:]) > 0:
+            values["kernel_size"] = min(values["kernel_size"], min(x.shape[2:]))
+            changed = True
     if trigger == "out-of-range-axis" and "axis" in values:
         values["axis"] = 0 if "axis" in group.roles else None
         if values["axis"] is None:
@@ -502,6 +513,17 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
                 values[role] = canonical
                 changed = True
     return dataclasses.replace(case, values=values) if changed else None
+
+
+def _fit_kernel(kernel: np.ndarray, x: Any) -> np.ndarray | None:
+    """A convolution kernel cut to the input's spatial size (None where it already fits)."""
+    x = x.values if isinstance(x, BFloat16) else x
+    if not isinstance(x, np.ndarray) or x.ndim != kernel.ndim or x.ndim < 3:
+        return None
+    fit = tuple(max(1, min(k, s)) for k, s in zip(kernel.shape[2:], x.shape[2:], strict=True))
+    if fit == kernel.shape[2:]:
+        return None
+    return np.ascontiguousarray(kernel[(slice(None), slice(None), *(slice(0, f) for f in fit))])
 
 
 @functools.cache

@@ -27,6 +27,7 @@ A declared group spans the spatial ranks in ``ranks``; ``{d}`` in its strings is
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -315,6 +316,13 @@ def spatial_rank(shapes: str) -> int:
         if shapes.startswith(arrangement) and rest in ("1d", "2d", "3d"):
             return int(rest[0])
     return 0
+
+
+def callable_op(op: str) -> str:
+    """A deep-learning operation without its spatial rank (``pad_reflect2d`` -> ``pad_reflect``,
+    ``conv3d`` -> ``conv``): one library function serves every rank (mxnet.np.pad,
+    mxnet.nd.Convolution, paddle's interpolate), so a finding names the function once."""
+    return re.sub(r"_?[123]d$", "", op)
 
 
 def is_dl(shapes: str) -> bool:

@@ -23,6 +23,8 @@ keepdims               keepdims given as True
 out-of-range-index     an index array with values outside the first dimension
 param-boundary         a scalar parameter at a boundary (0, -1, nan, huge) instead of its
                        canonical value
+kernel-beyond-input    (deep-learning core) a kernel or pooling window larger than the input
+                       in a spatial dimension
 param-default          an optional parameter (axis, keepdims) omitted
 =====================  ===============================================================
 """
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.catalog.dlcore import is_dl
 from xamt.catalog.model import Group
 from xamt.catalog.normalize import canonical_param
 from xamt.inputs.draw import array_roles, common_optional
@@ -62,6 +65,7 @@ TAGS = (
     "out-of-range-index",
     "param-boundary",
     "param-default",
+    "kernel-beyond-input",
 )
 
 
@@ -77,10 +81,34 @@ def _arrays(case: Case, group: Group) -> list[np.ndarray]:
     return out
 
 
+def _kernel_beyond_input(case: Case) -> bool:
+    """A convolution kernel or a pooling window wider than the input in some spatial
+    dimension (with no padding to make up for it)."""
+    x = case.values.get("x")
+    x = x.values if isinstance(x, BFloat16) else x
+    if not isinstance(x, np.ndarray) or x.ndim < 3:
+        return False
+    spatial = x.shape[2:]
+    padding = case.values.get("padding", 0)
+    pad = padding if isinstance(padding, int) and padding > 0 else 0
+    kernel = case.values.get("kernel")
+    kernel = kernel.values if isinstance(kernel, BFloat16) else kernel
+    if isinstance(kernel, np.ndarray) and kernel.ndim == x.ndim:
+        if any(k > s + 2 * pad for k, s in zip(kernel.shape[2:], spatial, strict=True)):
+            return True
+    window = case.values.get("kernel_size")
+    return isinstance(window, int) and window > min(spatial) + 2 * pad
+
+
 def input_classes(case: Case, group: Group) -> list[str]:
     """The tags of ``case`` (sorted in vocabulary order)."""
     tags: set[str] = set()
     arrays = _arrays(case, group)
+    # the deep-learning core's arrays differ in shape by design (x, kernel, statistics), and
+    # a kernel holding a zero divides nothing
+    dl = is_dl(group.shapes)
+    if dl and _kernel_beyond_input(case):
+        tags.add("kernel-beyond-input")
     for i, arr in enumerate(arrays):
         tags |= _value_tags(arr, case.dtype)
         if arr.ndim == 0:
@@ -91,9 +119,9 @@ def input_classes(case: Case, group: Group) -> list[str]:
             tags.add("size-one")
         if arr.ndim >= 4:
             tags.add("high-rank")
-        if i == 1 and arr.size and np.any(arr == 0):
+        if i == 1 and arr.size and np.any(arr == 0) and not dl:
             tags.add("zero-divisor")
-    if len({a.shape for a in arrays}) > 1:
+    if len({a.shape for a in arrays}) > 1 and not dl:
         tags.add("broadcast")
     ndim = arrays[0].ndim if arrays else 0
     axis = case.values.get("axis")
