@@ -274,3 +274,28 @@ def test_a_kernel_beyond_the_input_is_a_trigger_and_neutralizing_cuts_it() -> No
     case = dataclasses.replace(case, group=pool.id, values={"x": x, "kernel_size": 5, "stride": 1})
     assert "kernel-beyond-input" in input_classes(case, pool)
     assert neutralized(case, pool, "kernel-beyond-input").values["kernel_size"] == 1
+
+
+def test_a_losss_ordinary_inputs_are_probabilities() -> None:
+    group = _group("binary_cross_entropy[none]")
+    rng = np.random.default_rng(2)
+    apis = {m.library: m.api for m in group.members}
+    for dtype in ("float32", "bfloat16"):
+        case = draw_case(group, rng, dtype, "ordinary", apis)
+        for role in ("x", "target"):
+            v = case.values[role]
+            arr = v.values if hasattr(v, "values") else v
+            assert arr.size and ((arr > 0) & (arr < 1)).all(), (dtype, role)
+
+
+def test_sums_of_many_products_are_compared_to_their_largest_output() -> None:
+    from xamt.oracle.compare import partitions
+
+    # a position that cancels to near zero carries the rounding of the terms it summed
+    a = np.array([30.0, 0.09825325], np.float32)
+    b = np.array([30.0, 0.09821653], np.float32)
+    assert [p.kind for p in partitions(["t", "p"], [a, b])] == ["value"]
+    assert partitions(["t", "p"], [a, b], normwise=True) == []
+    # a real difference stays one
+    c = np.array([30.0, 0.5], np.float32)
+    assert [p.kind for p in partitions(["t", "p"], [a, c], normwise=True)] == ["value"]

@@ -84,7 +84,7 @@ NONFINITE_UNJUDGED = re.compile(
 )
 # Families whose results aggregate many inputs (sums, products, dot products): how rounding
 # and overflow accumulate depends on the summation order.
-AGGREGATES = frozenset({"reduction", "linalg"})
+AGGREGATES = frozenset({"reduction", "linalg", *dlcore.AGGREGATE_FAMILIES})
 FLOATING_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
 
@@ -285,6 +285,7 @@ def judge_case(
         open_positions=open_positions,
         reference_signs=not formula_reference,
         nan_input="nan" in tags,
+        normwise=group.family in dlcore.AGGREGATE_FAMILIES,
     )
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)

@@ -40,6 +40,12 @@ import numpy as np
 from xamt.catalog.model import DL_ARRAY_ROLES, CatalogError, Group, Member
 
 SPEC_PATH = Path(__file__).resolve().parent / "data" / "dlcore.toml"
+# Families whose outputs sum many products or inputs (a convolution over its window, a
+# normalization over its axes, an average pool, an interpolation, a loss, attention): how
+# rounding and overflow accumulate depends on the order of the sum (padding copies values).
+AGGREGATE_FAMILIES = frozenset(
+    {"convolution", "pooling", "normalization", "resizing", "loss", "attention"}
+)
 # How a group's arrays are shaped from ``x`` (N, C, *spatial):
 ARRANGEMENTS = ("spatial", "conv", "convt", "channel", "last", "pair", "attention")
 INPUT_SEED = 20261201

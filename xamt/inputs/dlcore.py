@@ -26,8 +26,9 @@ from xamt.catalog.dlcore import (
 )
 from xamt.catalog.model import DL_ARRAY_ROLES, Group
 from xamt.catalog.normalize import canonical_param
-from xamt.inputs.values import draw_array
+from xamt.inputs.values import draw_array, round_to_bfloat16
 from xamt.types import Case
+from xamt.workers.protocol import BFloat16
 
 # Input shapes per spatial rank: ordinary ones, then edges (drawn a quarter of the time).
 ORDINARY_X: dict[int, tuple[tuple[int, ...], ...]] = {
@@ -110,8 +111,9 @@ def draw_dl_case(
     elif pick < 0.2:
         kernel = (1,) * d
     groups = values.get("groups", 1)
+    arrangement = arrangement_of(group.shapes)
     shapes = role_shapes(
-        arrangement_of(group.shapes),
+        arrangement,
         x_shape,
         kernel,
         groups=groups if isinstance(groups, int) and groups > 0 else 1,
@@ -124,10 +126,24 @@ def draw_dl_case(
         arr = draw_array(rng, shapes[role], dtype, own_class)
         if role == "running_var" and own_class == "ordinary" and isinstance(arr, np.ndarray):
             arr = np.abs(arr)
+        if arrangement == "pair" and own_class == "ordinary":
+            arr = _probabilities(arr)  # a loss's ordinary inputs: in (0, 1), as for BCE
         values[role] = arr
     return Case(
         group=group.id, dtype=dtype, value_class=value_class, values=values, apis=apis, seed=seed
     )
+
+
+def _probabilities(arr: np.ndarray | BFloat16) -> np.ndarray | BFloat16:
+    """The values squashed into (0, 1) by the logistic function, in the array's dtype."""
+    if isinstance(arr, BFloat16):
+        return BFloat16(round_to_bfloat16(_probabilities(arr.values)))  # type: ignore[arg-type]
+    if arr.dtype.kind != "f":
+        return arr
+    with np.errstate(over="ignore"):
+        squashed = 1.0 / (1.0 + np.exp(-arr.astype(np.float64)))
+    # (kept off 0 and 1 after rounding to the narrowest dtype, bfloat16)
+    return np.clip(squashed, 0.01, 0.98).astype(arr.dtype)
 
 
 def mutate_param(

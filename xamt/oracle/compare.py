@@ -193,7 +193,11 @@ class _Stack:
     """
 
     def __init__(
-        self, leaves: Sequence[_Leaf], libs: int, floor: tuple[float, float] = (0.0, 0.0)
+        self,
+        leaves: Sequence[_Leaf],
+        libs: int,
+        floor: tuple[float, float] = (0.0, 0.0),
+        normwise: bool = False,
     ) -> None:
         arrays = [leaf.array for leaf in leaves if leaf.array is not None]
         assert len(arrays) == len(leaves), "a numeric position holds arrays only"
@@ -206,6 +210,12 @@ class _Stack:
         self.atol = np.array([max(t[1], floor[1]) if t[1] else 0.0 for t in tols])
         self.is_float = np.array([a.dtype.kind in "fc" for a in arrays])
         self.exact = kinds <= {"b", "i", "u"}
+        if normwise and not self.exact:
+            # an output summed from many products (a convolution, a normalization) is held to
+            # its dtype's precision relative to the output's largest magnitude: a position
+            # that cancels to near zero carries the rounding of the terms it summed
+            scale = np.array([_largest_finite(a) for a in arrays])
+            self.atol = np.maximum(self.atol, self.rtol * scale)
         self.complex = "c" in kinds
         self._arrays = [a.reshape(self.size) for a in arrays]
 
@@ -606,12 +616,25 @@ def _range(s: Summary) -> str:
     return f"[{_fmt(s.low)}, {_fmt(s.high)}]"
 
 
-def _stack(leaves: Sequence[_Leaf], libs: int, floor: tuple[float, float] = (0.0, 0.0)) -> _Stack:
+def _largest_finite(a: np.ndarray) -> float:
+    if a.dtype.kind not in "fc" or a.size == 0:
+        return 0.0
+    mag = np.abs(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64))
+    finite = mag[np.isfinite(mag)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _stack(
+    leaves: Sequence[_Leaf],
+    libs: int,
+    floor: tuple[float, float] = (0.0, 0.0),
+    normwise: bool = False,
+) -> _Stack:
     """The stack for one leaf position: summarized when any output there is."""
     for leaf in leaves:
         if leaf.summary is not None:
             return _SummaryStack(leaves, libs, floor)
-    return _Stack(leaves, libs, floor)
+    return _Stack(leaves, libs, floor, normwise)
 
 
 # --------------------------------------------------------------------------------------------
@@ -652,7 +675,11 @@ class _Rows:
     """The leaves of the compared libraries (and of the reference, as a last row)."""
 
     def __init__(
-        self, flats: Sequence[_Flat], has_ref: bool, floor: tuple[float, float] = (0.0, 0.0)
+        self,
+        flats: Sequence[_Flat],
+        has_ref: bool,
+        floor: tuple[float, float] = (0.0, 0.0),
+        normwise: bool = False,
     ) -> None:
         self.libs = len(flats) - (1 if has_ref else 0)
         self.has_ref = has_ref
@@ -660,7 +687,7 @@ class _Rows:
         self.tokens: list[list[tuple[str, str]]] = []
         for position in zip(*(f.leaves for f in flats), strict=True):
             if position[0].array is not None:
-                self.stacks.append(_stack(position, self.libs, floor))
+                self.stacks.append(_stack(position, self.libs, floor, normwise))
             else:
                 self.tokens.append([leaf.token or ("", "") for leaf in position])
 
@@ -943,6 +970,7 @@ def partitions(
     *,
     has_ref: bool = False,
     input_dtype: str | None = None,
+    normwise: bool = False,
 ) -> list[Partition]:
     """The output kinds on which the libraries that returned ``values`` disagree, each with
     its classes of agreeing libraries, in reporting order.
@@ -952,7 +980,8 @@ def partitions(
     overflow the dtype must show. A shape split leaves only the largest class (the first on a
     tie) for the later kinds. ``input_dtype``, a floating dtype, is a floor for the
     tolerance of floating results: a float16 input computed in float32 is compared at
-    float16's precision.
+    float16's precision. ``normwise``: each output's absolute tolerance is at least its
+    relative tolerance times the output's largest finite magnitude (sums of many products).
     """
     found: list[Partition] = []
     libs = list(libs)
@@ -1002,7 +1031,12 @@ def partitions(
     if ref is not None:
         ref = _cast_reference(ref, flats)
     floor = TOLERANCE.get(input_dtype or "", (0.0, 0.0)) if input_dtype else (0.0, 0.0)
-    rows = _Rows(flats if ref is None else [*flats, ref], has_ref=ref is not None, floor=floor)
+    rows = _Rows(
+        flats if ref is None else [*flats, ref],
+        has_ref=ref is not None,
+        floor=floor,
+        normwise=normwise,
+    )
     for check in LEAF_CHECKS:
         leaf_classes = rows.partition(check)
         if leaf_classes is not None:

@@ -254,6 +254,7 @@ def judge(
     open_positions: np.ndarray | None = None,
     reference_signs: bool = True,
     nan_input: bool = False,
+    normwise: bool = False,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -292,6 +293,9 @@ def judge(
             standard ("NaN values propagate") do: the vote cannot blame them, and the NaN
             mask is a split (torch's margin_ranking_loss NaN against paddle's and
             mindspore's inf).
+        normwise: the outputs sum many products (the deep-learning core's convolutions,
+            normalizations, pools): values are compared relative to each output's largest
+            magnitude as well (:func:`xamt.oracle.compare.partitions`).
     """
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
@@ -373,9 +377,18 @@ def judge(
         if open_ is not None and open_.any():
             values, ref_value = _zero_at(values, ref_value, open_, shape)
         standard = _by_standard(judged, op, inputs, fixed, shape)
-        parts = partitions(returned, values, ref_value, has_ref=has_ref, input_dtype=input_dtype)
+        parts = partitions(
+            returned,
+            values,
+            ref_value,
+            has_ref=has_ref,
+            input_dtype=input_dtype,
+            normwise=normwise,
+        )
         if has_ref and not reference_signs and any(p.kind == "signed-zero" for p in parts):
-            by_vote = partitions(returned, values, has_ref=False, input_dtype=input_dtype)
+            by_vote = partitions(
+                returned, values, has_ref=False, input_dtype=input_dtype, normwise=normwise
+            )
             parts = [
                 *(p for p in parts if p.kind != "signed-zero"),
                 *(p for p in by_vote if p.kind == "signed-zero"),
@@ -394,6 +407,7 @@ def judge(
                 ref_value,
                 has_ref=has_ref,
                 input_dtype=input_dtype,
+                normwise=normwise,
             )
 
         if len(voters) < len(returned) or 0 < len(floating) < len(voters):
