@@ -299,3 +299,24 @@ def test_sums_of_many_products_are_compared_to_their_largest_output() -> None:
     # a real difference stays one
     c = np.array([30.0, 0.5], np.float32)
     assert [p.kind for p in partitions(["t", "p"], [a, c], normwise=True)] == ["value"]
+
+
+def test_torchs_documented_ceil_mode_rule_is_a_known_difference_only_there() -> None:
+    from xamt.known import Facts, classify, load_known
+
+    known = load_known()
+    facts = Facts(
+        kind="shape",
+        library="torch",
+        api="torch.nn.functional.avg_pool3d",
+        op="avg_pool3d",
+        group="avg_pool3d[ceil_mode]",
+        dtype="float32",
+        trigger="param-boundary",
+    )
+    label, ref = classify(known, facts)
+    assert label == "documented-difference" and ref is not None
+    assert ref.link.startswith("https://pytorch.org/")
+    # the same shape departure without ceil_mode is still a suspected bug
+    plain = dataclasses.replace(facts, group="avg_pool3d")
+    assert classify(known, plain)[0] == "suspected-bug"

@@ -28,7 +28,7 @@ from xamt.libraries import library_names
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "triage" / "known_differences.toml"
 REQUIRED = ("id", "policy", "reason", "link")
-PATTERNS = ("kind", "library", "api", "op", "dtype", "trigger", "error", "output")
+PATTERNS = ("kind", "library", "api", "op", "group", "dtype", "trigger", "error", "output")
 FIELDS = (*REQUIRED, *PATTERNS)
 # Patterns searched anywhere in their text; the others must match the whole text.
 SEARCHED = ("api", "error", "output")
@@ -52,6 +52,7 @@ class Facts:
     trigger: str
     error: str = ""
     output: str = ""  # the finding's detail line
+    group: str = ""  # the catalog group's id ("max_pool2d[ceil_mode]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,7 +140,7 @@ def _entry(raw: dict[str, Any], where: str) -> KnownDifference:
             f"{where}: give at least one of {', '.join(p for p in PATTERNS if p != 'library')}"
         )
     patterns = []
-    for field in ("api", "op", "dtype", "trigger", "error", "output"):
+    for field in ("api", "op", "group", "dtype", "trigger", "error", "output"):
         if field in raw:
             if not isinstance(raw[field], str):
                 raise KnownDifferencesError(f"{where}: {field} must be a regular expression")

@@ -543,6 +543,7 @@ def classify_blame(
         library=blame.library,
         api=case.apis.get(blame.library, ""),
         op=group.op,
+        group=group.id,
         dtype=case_dtype(case, group),
         trigger=signed.trigger,
         error=normalize_message(blame.error),
