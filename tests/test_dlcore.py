@@ -320,3 +320,36 @@ def test_torchs_documented_ceil_mode_rule_is_a_known_difference_only_there() -> 
     # the same shape departure without ceil_mode is still a suspected bug
     plain = dataclasses.replace(facts, group="avg_pool3d")
     assert classify(known, plain)[0] == "suspected-bug"
+
+
+def test_pooling_and_convolution_references() -> None:
+    from xamt.oracle import formulas
+
+    x = np.array([[[1.0, -np.inf, 3.0, np.nan, 5.0, 0.5]]])  # (N=1, C=1, L=6)
+    out, _ = formulas.evaluate("max_pool", {"x": x, "kernel_size": 2, "stride": 2})
+    assert out.shape == (1, 1, 3) and out[0, 0, 0] == 1.0 and np.isnan(out[0, 0, 1])
+    lows = np.full((1, 1, 2), -np.inf)
+    assert (
+        formulas.evaluate("max_pool", {"x": lows, "kernel_size": 1, "stride": 1})[0][0, 0, 0]
+        == -np.inf
+    )  # -inf, not the dtype's lowest finite value
+    avg, _ = formulas.evaluate(
+        "avg_pool", {"x": np.ones((1, 1, 4)), "kernel_size": 2, "stride": 2, "padding": 1}
+    )
+    assert np.allclose(avg, [[[0.5, 1.0, 0.5]]])  # the padding counts in the divisor
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 7, 6))
+    k = rng.standard_normal((4, 3, 3, 2))
+    got, _ = formulas.evaluate(
+        "conv", {"x": x, "kernel": k, "stride": 2, "padding": 1, "dilation": 2}
+    )
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros_like(got)
+    for i in range(got.shape[2]):
+        for j in range(got.shape[3]):
+            patch = xp[:, :, 2 * i : 2 * i + 5 : 2, 2 * j : 2 * j + 3 : 2]
+            want[:, :, i, j] = np.einsum("nchw,ochw->no", patch, k)
+    assert np.allclose(got, want)
+    # parameters at their edges have no reference (the libraries' answers are compared)
+    assert formulas.evaluate("conv", {"x": x, "kernel": k, "stride": 0}) is None
+    assert formulas.evaluate("max_pool", {"x": x, "kernel_size": 9, "stride": 1}) is None

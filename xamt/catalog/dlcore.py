@@ -210,6 +210,7 @@ class Declared:
     members: tuple[Member, ...]
     dtype: str = "float32"
     notes: str = ""
+    reference: str = ""  # a float64 formula (xamt.oracle.formulas), kept where it agrees
 
     @property
     def shapes(self) -> str:
@@ -278,6 +279,7 @@ def declared(path: Path = SPEC_PATH) -> tuple[Declared, ...]:
                         members=tuple(members),
                         dtype=str(raw.get("dtype", "float32")),
                         notes=str(raw.get("notes", "")),
+                        reference=str(raw.get("reference", "")),
                     )
                 )
         except (KeyError, TypeError, ValueError) as exc:
@@ -430,9 +432,26 @@ def groups_of(
                 members=members,
                 shapes=spec.shapes,
                 params=dict(spec.params),
+                reference=spec.reference,
             )
         )
     return out
+
+
+def _formula_agrees(name: str, inputs: Sequence[Mapping[str, Any]], want: Sequence[Any]) -> bool:
+    """Whether the float64 formula ``name`` gives the members' results on the canonical values
+    (within float32's tolerance, as members are compared)."""
+    from xamt.catalog.build import agree, to_plain
+    from xamt.oracle import formulas
+
+    for values, expected in zip(inputs, want, strict=True):
+        computed = formulas.evaluate(name, values)
+        if computed is None:
+            return False
+        got = to_plain(computed[0].astype(np.float32))
+        if not agree(got, expected):
+            return False
+    return True
 
 
 def member_array_roles(member: Member) -> list[str]:
@@ -499,8 +518,14 @@ def validate(
             if i not in grouped:
                 why[members[i].api] = "disagrees with the others on the canonical inputs"
         chosen = [[ok[j] for j in idx] for idx in agreeing]
+        reference = spec.reference
+        if reference and chosen:
+            first = results[ok.index(chosen[0][0])]
+            if not _formula_agrees(reference, canonical_values(spec), first):
+                why["reference " + reference] = "disagrees with the members: not kept"
+                reference = ""
         groups += groups_of(
-            Declared(**{**spec.__dict__, "members": tuple(members)}),
+            Declared(**{**spec.__dict__, "members": tuple(members), "reference": reference}),
             chosen,
             lambda k: f"~{k + 1}" if k else "",
         )

@@ -36,6 +36,7 @@ class Formula:
     name: str
     fn: Callable[..., Result]
     params: Mapping[str, Any]
+    arrays: tuple[str, ...] = ()  # array roles it reads besides x (a convolution's kernel)
 
 
 def _none(x: np.ndarray) -> np.ndarray:
@@ -281,6 +282,83 @@ _FORMULAS: tuple[tuple[str, Formula], ...] = (
     ("log_softmax", Formula("log_softmax", _softmax(log=True), {"axis": -1})),
 )
 
+# --- the deep-learning core: pooling and convolution over channels-first arrays -------------
+
+
+def _spatial_windows(
+    x: np.ndarray,
+    window: int | tuple[int, ...],
+    stride: int,
+    pad: int,
+    fill: float,
+    dilation: int = 1,
+) -> np.ndarray:
+    """(N, C, *out, *window) views of ``x`` (N, C, *spatial) padded with ``fill``."""
+    d = x.ndim - 2
+    sizes = tuple(window) if isinstance(window, tuple) else (int(window),) * d
+    if d < 1 or len(sizes) != d or stride < 1 or dilation < 1 or pad < 0 or min(sizes) < 1:
+        raise ValueError("no reference for these parameters")
+    if pad:
+        x = np.pad(x, ((0, 0), (0, 0), *((pad, pad),) * d), constant_values=fill)
+    span = tuple((k - 1) * dilation + 1 for k in sizes)
+    w = np.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + d)))
+    w = w[(slice(None), slice(None), *(slice(None, None, stride),) * d)]
+    taps: tuple[Any, ...] = (Ellipsis, *(slice(None, None, dilation),) * d)
+    return np.asarray(w[taps])
+
+
+def _max_pool(x: np.ndarray, kernel_size: int, stride: int, padding: int = 0) -> Result:
+    w = _spatial_windows(x, kernel_size, stride, padding, -np.inf)
+    out = w.max(axis=tuple(range(-(x.ndim - 2), 0)))  # (NaN in a window: NaN out)
+    return out, _none(out)
+
+
+def _avg_pool(x: np.ndarray, kernel_size: int, stride: int, padding: int = 0) -> Result:
+    # (padding counts in the divisor: count_include_pad, every library's default)
+    w = _spatial_windows(x, kernel_size, stride, padding, 0.0)
+    with np.errstate(all="ignore"):
+        out = w.mean(axis=tuple(range(-(x.ndim - 2), 0)))
+    return out, _none(out)
+
+
+def _conv(
+    x: np.ndarray, kernel: np.ndarray, stride: int = 1, padding: int = 0, dilation: int = 1
+) -> Result:
+    """Cross-correlation (what every library calls convolution), one group."""
+    d = x.ndim - 2
+    if kernel.ndim != x.ndim or kernel.shape[1] != x.shape[1]:
+        raise ValueError("no reference for this kernel")
+    w = _spatial_windows(x, tuple(kernel.shape[2:]), stride, padding, 0.0, dilation)
+    axes = ([1, *range(2 + d, 2 + 2 * d)], [1, *range(2, 2 + d)])
+    with np.errstate(all="ignore"):
+        out = np.moveaxis(np.tensordot(w, kernel, axes=axes), -1, 1)
+    return out, _none(out)
+
+
+_FORMULAS += (
+    *(
+        (
+            f"max_pool{d}d",
+            Formula("max_pool", _max_pool, {"kernel_size": 2, "stride": 2, "padding": 0}),
+        )
+        for d in (1, 2, 3)
+    ),
+    *(
+        (
+            f"avg_pool{d}d",
+            Formula("avg_pool", _avg_pool, {"kernel_size": 2, "stride": 2, "padding": 0}),
+        )
+        for d in (1, 2, 3)
+    ),
+    *(
+        (
+            f"conv{d}d",
+            Formula("conv", _conv, {"stride": 1, "padding": 0, "dilation": 1}, arrays=("kernel",)),
+        )
+        for d in (1, 2, 3)
+    ),
+)
+
 # operation -> the formulas that may define it, tried in order by the catalog build
 BY_OP: dict[str, tuple[Formula, ...]] = {}
 for _op, _f in _FORMULAS:
@@ -296,19 +374,27 @@ def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
     if formula is None or not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
         return None
     params = dict(formula.params)
+    arrays: dict[str, np.ndarray] = {}
     for role, value in values.items():
         if role == "x":
+            continue
+        if role in formula.arrays:
+            if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
+                return None
+            arrays[role] = value.astype(np.float64)
             continue
         if role not in params:
             return None
         params[role] = value
+    if set(arrays) != set(formula.arrays):
+        return None
     for role, value in params.items():
         if role in ("axis", "keepdims"):
             continue
         if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
             return None
     try:
-        out, open_ = formula.fn(x.astype(np.float64), **params)
+        out, open_ = formula.fn(x.astype(np.float64), **arrays, **params)
     except (ValueError, TypeError, IndexError, ArithmeticError, np.exceptions.AxisError):
         return None  # (an input the definition cannot take: no reference, not a failure)
     return np.asarray(out, np.float64), np.asarray(open_, bool)
