@@ -493,3 +493,23 @@ def test_an_input_too_heavy_for_two_workers_is_not_drawn_again_in_its_group(
     assert camp.state.lightened == 1
     other = sinc_case([float("inf")])
     assert camp._lighter(other) is other  # other input classes are drawn as before
+
+
+def test_deaths_of_one_function_count_across_its_groups(tmp_path: Path) -> None:
+    """torch dies on NaN once in sinc and once in another group of the same function: it is
+    left out of both groups' NaN cases (each group would otherwise pay two deaths)."""
+    config = CampaignConfig(
+        name="fuzz-0-1", seed=5, budget=Budget(cases=100), libraries=LIBS, batch=4
+    )
+    other = dataclasses.replace(sinc_group(), id="sinc~2")
+    pool = WorkerPool(dict.fromkeys(LIBS, sys.executable))
+    camp = Campaign(config, [sinc_group(), other], pool, Store(tmp_path / "x.sqlite"), known=[])
+    camp.open(resume=False)
+    here = sinc_case([float("nan"), 1.0])
+    there = dataclasses.replace(here, group="sinc~2")
+    camp._note_fatal(here, "torch", ["nan"])
+    assert camp._fatal_libraries(there) == set()  # once is not enough
+    camp._note_fatal(there, "torch", ["nan"])
+    assert camp._fatal_libraries(here) == camp._fatal_libraries(there) == {"torch"}
+    assert camp._fatal_libraries(sinc_case([0.5])) == set()
+    camp.store.close()

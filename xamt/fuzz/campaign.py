@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from xamt import schemas
+from xamt.catalog import dlcore
 from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
 from xamt.findings import decode_case
@@ -68,7 +69,8 @@ CANDIDATES_PER_SIGNATURE = 2
 SEVERITY_REWARD = {"critical": 1.0, "high": 1.0, "medium": 0.5, "low": 0.2}
 # The share of its divergence a case earns when every disagreement it shows is policy.
 POLICY_DIVERGENCE = 0.2
-# A library whose worker died, hung or hit the memory cap this often on one function (its
+# A library whose worker died, hung or hit the memory cap this often on one function, in any
+# group (conv2d and conv3d[valid] are one for mxnet.nd.Convolution; its
 # aliases, methods and in-place variants are one: paddle.gcd and paddle.Tensor.gcd) and one
 # family of input dtypes (float16 to float64 take one code path in paddle's gcd loop) is not
 # called again on cases holding the input classes all those deaths had in common: its finding
@@ -546,7 +548,7 @@ class Campaign:
         than two libraries are left (paddle's gcd of floats hangs, and only mindspore shares
         the group): such a case compares nothing, so its arm earns nothing and the schedule
         turns to others, where each call of the dying library would cost a deadline."""
-        keys = self.state.fatal.get(case.group)
+        keys = self._fatal_keys()
         if not keys:
             return set()
         tags = input_classes(case, self.groups[case.group])
@@ -584,35 +586,42 @@ class Campaign:
     def _withdraw_fatal(self, group: str) -> None:
         """Take back the calls of the batches in flight that a death just noted on ``group``
         rules out (those not yet sent): drawn before the death was known, each would cost
-        another deadline or restart. Only when paced: what is sent in time depends on timing."""
+        another deadline or restart. Only when paced: what is sent in time depends on timing.
+        (Deaths count across groups of one function, so every batch's cases are looked at.)"""
         if not self.paced:
             return
         for batch in self._in_flight():
             for i, case in enumerate(batch.cases):
-                if case.group == group:
-                    for lib in self._fatal_libraries(case):
-                        batch.submitted.withdraw(i, lib)
+                for lib in self._fatal_libraries(case):
+                    batch.submitted.withdraw(i, lib)
 
     def _fatal_key(self, case: Case, lib: str) -> list[str]:
         """[library, canonical function, dtype family] of a death (see :data:`FATAL_REPEATS`)."""
         dtype = case.dtype or ""
         kind = "f" if dtype == "bfloat16" else np.dtype(dtype).kind if dtype in DTYPE_NAMES else ""
         family = DTYPE_FAMILIES.get(kind, dtype)
-        return [lib, canonical_callable(lib, self.groups[case.group].op), family]
+        group = self.groups[case.group]
+        op = dlcore.callable_op(group.op) if dlcore.is_dl(group.shapes) else group.op
+        return [lib, canonical_callable(lib, op), family]
 
     def _note_fatal(self, case: Case, lib: str, tags: Sequence[str]) -> None:
         """Count a death of ``lib`` on this case's function and dtype family; the trigger
         classes kept are those every such death had (a worker that dies on several kinds of
         input of one function is left out of all of them)."""
         triggers = set(triggers_in(tags))
-        keys = self.state.fatal.setdefault(case.group, [])
         mine = self._fatal_key(case, lib)
-        for key in keys:
+        for key in self._fatal_keys():  # (the function's deaths in any group count)
             if key[:3] == mine:
                 key[3] = sorted(set(key[3]) & triggers)
                 key[4] += 1
                 return
-        keys.append([*mine, sorted(triggers), 1])
+        self.state.fatal.setdefault(case.group, []).append([*mine, sorted(triggers), 1])
+
+    def _fatal_keys(self) -> list[list[Any]]:
+        """Every death noted, whatever group it was met in: one function serves several groups
+        (conv2d, conv2d[valid], conv3d[groups] are mxnet.nd.Convolution and paddle's conv), and
+        each would otherwise pay its own deaths."""
+        return [key for keys in self.state.fatal.values() for key in keys]
 
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
