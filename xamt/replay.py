@@ -136,7 +136,7 @@ def case_dtype(case: Case, group: Group) -> str:
 def sign(case: Case, group: Group, blame: Blame, trigger: str) -> Signed:
     """Sign one blame of ``case`` with ``trigger``."""
     lib = blame.library
-    op = dlcore.callable_op(group.op) if dlcore.is_dl(group.shapes) else group.op
+    op = dlcore.function_op(group)
     callable_ = canonical_callable(lib, op) if not blame.split else op
     facts = {
         "family": blame.family,

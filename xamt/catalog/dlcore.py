@@ -333,6 +333,12 @@ def callable_op(op: str) -> str:
     return re.sub(r"_?[123]d$", "", op)
 
 
+def function_op(group: Group) -> str:
+    """The operation a finding or a worker death names for ``group``: its own, or for a
+    declared group the operation without the rank (:func:`callable_op`)."""
+    return callable_op(group.op) if is_dl(group.shapes) else group.op
+
+
 def is_dl(shapes: str) -> bool:
     return spatial_rank(shapes) > 0
 

@@ -600,9 +600,7 @@ class Campaign:
         dtype = case.dtype or ""
         kind = "f" if dtype == "bfloat16" else np.dtype(dtype).kind if dtype in DTYPE_NAMES else ""
         family = DTYPE_FAMILIES.get(kind, dtype)
-        group = self.groups[case.group]
-        op = dlcore.callable_op(group.op) if dlcore.is_dl(group.shapes) else group.op
-        return [lib, canonical_callable(lib, op), family]
+        return [lib, canonical_callable(lib, dlcore.function_op(self.groups[case.group])), family]
 
     def _note_fatal(self, case: Case, lib: str, tags: Sequence[str]) -> None:
         """Count a death of ``lib`` on this case's function and dtype family; the trigger
