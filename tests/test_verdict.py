@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xamt.oracle.verdict import judge, refused
+from xamt.oracle.verdict import internal, judge, refused
 from xamt.types import ErrorInfo, Outcome
 
 F32 = np.float32
@@ -187,6 +187,27 @@ def test_a_failure_inside_the_library_is_a_status_finding() -> None:
         assert ("status", o.library, "majority") in blamed(outs), o.error
 
 
+def test_a_bare_assertion_on_the_dtype_is_a_refusal() -> None:
+    """paddle.nan_to_num guards its dtypes with ``assert x.dtype in [...]`` (no message): a
+    deliberate check, so a support gap; a bare assertion on anything else is internal."""
+
+    def asserted(line: str) -> Outcome:
+        tb = f'  File "math.py", line 1741, in nan_to_num\n    {line}\n    ^^^^^^^^^^^^\n'
+        return Outcome(
+            library="paddle",
+            api="paddle.nan_to_num",
+            status="error",
+            error=ErrorInfo(type="AssertionError", message="", traceback=tb),
+        )
+
+    check = asserted("assert x.dtype in [paddle.float32, paddle.float64]")
+    assert not internal(check)
+    outs = [ok("torch", np.array([1.0])), ok("jax", np.array([1.0])), check]
+    assert blamed(outs) == set()
+    assert internal(asserted("assert len(shape) == ndim"))
+    assert ("status", "paddle", "majority") in blamed([*outs[:2], asserted("assert n > 0")])
+
+
 def test_a_plurality_is_no_majority() -> None:
     """int8 against int32, int32 and int64: two of four agree, which blames nobody."""
     outs = [
@@ -197,7 +218,36 @@ def test_a_plurality_is_no_majority() -> None:
     ]
     assert {(k, c) for k, _, c in blamed(outs)} == {("dtype", "split")}
     outs.append(ok("mindspore", np.array([0], np.int32)))  # three of five is a majority
-    assert ("dtype", "numpy", "majority") in blamed(outs)
+    outs.append(ok("paddle", np.array([0], np.int16)))
+    # ... of widths: int16 against int32 is paddle's promotion policy, and numpy's int8
+    # defines the numpy API: neither is outvoted
+    assert {(k, c) for k, _, c in blamed(outs)} == {("dtype", "split")}
+
+
+def test_a_majority_outvotes_a_narrower_result_kind_only() -> None:
+    """A vote cannot call a dtype policy wrong (float16 kept, integers made float), but a
+    result of a narrower kind than the majority's loses values (bool sums)."""
+    outs = [
+        ok("numpy", np.array([1, 2])),
+        ok("torch", np.array([1, 2])),
+        ok("paddle", np.array([1, 2])),
+        ok("mindspore", np.array([True, True])),
+    ]
+    assert ("dtype", "mindspore", "majority") in blamed(outs) or (
+        "value",
+        "mindspore",
+        "majority",
+    ) in blamed(outs)
+    wider = [
+        ok("numpy", np.array([1], np.int32)),
+        ok("torch", np.array([1], np.int32)),
+        ok("paddle", np.array([1], np.int32)),
+        ok("mxnet", np.array([1.0], np.float64)),
+    ]
+    assert {(k, c) for k, _, c in blamed(wider)} == {("dtype", "split")}
+    wider[0] = ok("numpy", np.array([1.0], np.float64))
+    wider[3] = ok("mxnet", np.array([1], np.int32))  # numpy on the odd side: not outvoted
+    assert {(k, c) for k, _, c in blamed(wider)} == {("dtype", "split")}
 
 
 def test_complex_zero_signs_are_not_judged_away_from_special_values() -> None:
@@ -524,10 +574,11 @@ def test_integer_results_of_a_floating_operation_are_one_value_departure() -> No
         ok("paddle", np.array(False)),
     ]
     assert blamed(outs) == {("value", "paddle", "majority")}
-    # a float result where the others keep integers is a promotion: still a dtype blame
+    # a float result where the others keep integers is a promotion policy (mindspore.numpy's
+    # fix of int32 as numpy 1 did): no vote calls it wrong, a split
     outs = [ok(lib, np.array(3, np.int32)) for lib in ("numpy", "torch", "paddle")]
     assert blamed([*outs, ok("mindspore", np.array(3.0, F32))]) == {
-        ("dtype", "mindspore", "majority")
+        ("dtype", "mindspore+numpy+paddle+torch", "split")
     }
 
 

@@ -955,6 +955,7 @@ class Partition:
     libs: tuple[str, ...]
     classes: tuple[_Class, ...]
     explain: Callable[[_Class, _Class, _Who], str]
+    keys: tuple[Any, ...] = ()  # per class, what its members share (the dtypes, for "dtype")
 
     def names(self, c: _Class) -> tuple[str, ...]:
         return tuple(self.libs[i] for i in c.members)
@@ -1014,15 +1015,17 @@ def partitions(
     # Dtype: a promotion difference (the reference, float64 by construction, has no say).
     dtypes = [f.dtypes for f in flats]
     if any(d != dtypes[0] for d in dtypes):
+        by_dtype = tuple(_group(dtypes))
         found.append(
             Partition(
                 "dtype",
                 tuple(libs),
-                tuple(_group(dtypes)),
+                by_dtype,
                 lambda o, m, who: (
                     f"dtype: {who.odd} returned {_dtypes(dtypes[o.members[0]])} "
                     f"where {who.major} returned {_dtypes(dtypes[m.members[0]])}"
                 ),
+                keys=tuple(dtypes[c.members[0]] for c in by_dtype),
             )
         )
 

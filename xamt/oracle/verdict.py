@@ -177,9 +177,25 @@ def internal(outcome: Outcome) -> bool:
     etype, message = outcome.error.type, outcome.error.message.strip()
     if etype == "ZeroDivisionError" and not re.search(r"division|modulo", message):
         return False  # a check of its own in that type ("alpha cannot be 0 for celu")
+    if etype == "AssertionError" and not message and _checks_dtype(outcome.error.traceback):
+        return False  # `assert x.dtype in [float32, float64]`: the library's dtype check
     if etype in INTERNAL_ERROR_TYPES or not message:
         return True
     return bool(INTERNAL_ERRORS.search(f"{etype}: {message}"[:4000]))
+
+
+_DTYPE_ASSERT = re.compile(r"^assert\b.*\b(dtype|isinstance)\b")
+
+
+def _checks_dtype(traceback: str | None) -> bool:
+    """Whether a bare AssertionError came from an ``assert`` statement that tests a dtype
+    or a type (the source line of the traceback's last frame)."""
+    lines = [
+        line.strip()
+        for line in (traceback or "").splitlines()
+        if line.strip(" ^~")  # (not the carets under the failing expression)
+    ]
+    return bool(lines) and _DTYPE_ASSERT.match(lines[-1]) is not None
 
 
 # How close to the dtype's maximum a true result is where intermediates may overflow (four
@@ -1097,10 +1113,25 @@ def _by_partition(part: Partition, *, native: bool = False) -> list[Blame]:
     tops = [c for c in classes if len(c.members) == top]
     if 2 * top > sum(len(c.members) for c in classes):  # a majority, not a plurality
         major = tops[0]
+        odd = [c for c in classes if c is not major]
+        if kind == "dtype" and part.keys:
+            # no reference fixes a result's dtype: a width (float16 kept or float32 made,
+            # int32 indices) or a wider kind (integers in, floats out) is the library's
+            # promotion policy, which a vote cannot call wrong; a narrower kind than the
+            # majority's (bool sums, integer means, a real result of complex input) loses
+            # values. numpy's dtypes define the numpy API the others mirror: never outvoted.
+            key = dict(zip(part.classes, part.keys, strict=True))
+            policy = [
+                c for c in odd if "numpy" in part.names(c) or not _narrower(key[c], key[major])
+            ]
+            odd = [c for c in odd if c not in policy]
+            if policy and not odd:
+                sides = "+".join(sorted(lib for c in classes for lib in part.names(c)))
+                detail = part.describe(policy[0], major) + " (promotion policies differ)"
+                return [Blame(kind=kind, library=sides, confidence="split", detail=detail)]
         return [
             Blame(kind=kind, library=lib, confidence="majority", detail=part.describe(c, major))
-            for c in classes
-            if c is not major
+            for c in odd
             for lib in part.names(c)
         ]
     sides = "+".join(sorted(part.libs[i] for c in classes for i in c.members))
@@ -1113,6 +1144,32 @@ def _by_partition(part: Partition, *, native: bool = False) -> list[Blame]:
             detail=part.describe(ranked[1], ranked[0]) + " (no majority, no reference)",
         )
     ]
+
+
+# Result kinds by what they can hold, narrowest first (bfloat16 is a float).
+_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _kind_rank(dtype: str) -> int | None:
+    if dtype == "bfloat16":
+        return 2
+    try:
+        return _KIND_RANK.get(np.dtype(dtype).kind)
+    except TypeError:
+        return None
+
+
+def _narrower(odd: Sequence[str], major: Sequence[str]) -> bool:
+    """Whether some result of ``odd`` is of a narrower kind than the majority's same result
+    (bool where it counts, integers where it averages, real where it is complex); results
+    that do not pair up count as narrower (the departure is not a policy of width)."""
+    if len(odd) != len(major):
+        return True
+    for a, b in zip(odd, major, strict=True):
+        ra, rb = _kind_rank(a), _kind_rank(b)
+        if ra is None or rb is None or ra < rb:
+            return True
+    return False
 
 
 def _by_standard(
