@@ -171,3 +171,32 @@ def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> Non
     assert {s.blame.library for s in judge_case(case, hardswish, outs, None, known=[]).signed} == {
         "mindspore"
     }
+
+
+def test_interpolated_order_statistics_of_infinities_are_not_judged() -> None:
+    """quantile(q=0) of [inf, -inf, 0.16]: numpy interpolates -inf + (-inf - -inf) * 0 = NaN
+    where the minimum is -inf (mxnet's answer): the float64 reference cannot decide between
+    them. The same groups still judge finite input."""
+    group = {g.id: g for g in model.load().groups}["quantile[axis]"]
+    apis = {m.library: m.api for m in group.members}
+    x = np.array([[math.inf, -math.inf, 0.16]], np.float32)
+
+    def judged(x: np.ndarray, mxnet: float, numpy: float) -> set[str]:
+        case = Case(
+            group=group.id,
+            dtype="float32",
+            value_class="non-finite",
+            values={"x": x, "q": 0.0, "axis": -1},
+            apis={lib: apis[lib] for lib in ("numpy", "torch", "mxnet")},
+        )
+        outs = {
+            "numpy": ok("numpy", np.array([numpy], np.float32)),
+            "torch": ok("torch", np.array([numpy], np.float32)),
+            "mxnet": ok("mxnet", np.array([mxnet], np.float32)),
+        }
+        ref = ok("numpy", np.array([numpy]))
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+
+    assert judged(x, -math.inf, math.nan) == set()
+    finite = np.array([[1.0, -2.0, 0.16]], np.float32)
+    assert judged(finite, -1.0, -2.0) == {"mxnet"}
