@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -181,3 +182,19 @@ def test_bool_has_no_boundary_or_non_finite_values() -> None:
 
 def case_of(array: Any, dtype: str) -> Case:
     return Case(group="op", dtype=dtype, value_class="", values={"x": array}, apis={}, seed=0)
+
+
+def test_a_zero_d_input_has_no_default_last_axis() -> None:
+    """argsort of a 0-d array: its default axis -1 does not exist (numpy.sort raises
+    AxisError), so the case is tagged out-of-range-axis, an invalid call for everyone; other
+    operations of 0-d input are not."""
+    x = np.array(1.5, np.float32)
+    sort = dataclasses.replace(make_group(("x",)), id="argsort", op="argsort")
+    apis = {"numpy": "numpy.op"}
+    case = Case(
+        group="argsort", dtype="float32", value_class="ordinary", values={"x": x}, apis=apis
+    )
+    assert "out-of-range-axis" in input_classes(case, sort)
+    assert "out-of-range-axis" not in input_classes(case, make_group(("x",)))
+    one_d = dataclasses.replace(case, values={"x": x[None]})
+    assert "out-of-range-axis" not in input_classes(one_d, sort)

@@ -92,6 +92,13 @@ def test_the_trigger_is_the_class_the_case_needs() -> None:
 
     assert needed_trigger(c, GROUP, "S", always, tags) == "ordinary"
 
+    def any_special(cases: list[Case]) -> list[set[str]]:
+        return [{"S"} if not np.isfinite(k.values["x1"]).all() else set() for k in cases]
+
+    # NaN and inf each show it, so no one removal loses it; removing both does: the trigger
+    # is the first of them, not "ordinary"
+    assert needed_trigger(c, GROUP, "S", any_special, tags) == "nan"
+
 
 def test_neutralized_removes_exactly_one_class() -> None:
     x1 = np.array([np.nan, -0.0, np.inf], np.float32)

@@ -100,6 +100,10 @@ def _kernel_beyond_input(case: Case) -> bool:
     return isinstance(window, int) and window > min(spatial) + 2 * pad
 
 
+# Operations whose axis defaults to the last one (numpy and the array API standard).
+LAST_AXIS_DEFAULT = frozenset({"sort", "argsort"})
+
+
 def input_classes(case: Case, group: Group) -> list[str]:
     """The tags of ``case`` (sorted in vocabulary order)."""
     tags: set[str] = set()
@@ -134,6 +138,10 @@ def input_classes(case: Case, group: Group) -> list[str]:
             tags.add("out-of-range-axis")
         if any(isinstance(a, int) and a < 0 for a in axes):
             tags.add("negative-axis")
+    elif group.op in LAST_AXIS_DEFAULT and arrays and ndim == 0:
+        # the default axis -1 of a 0-d array does not exist: numpy.sort raises AxisError
+        # where numpy.argsort reads the array as 1-d
+        tags.add("out-of-range-axis")
     optional = common_optional(group)
     if ("axis" in optional and "axis" not in group.roles and "axis" not in case.values) or (
         "keepdims" in optional and "keepdims" not in case.values

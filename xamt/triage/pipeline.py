@@ -104,12 +104,20 @@ def needed_triggers(
     items: Sequence[tuple[Case, Group, str, Sequence[str]]], predicate: Predicate
 ) -> list[str]:
     """For each (case, group, root, tags): the first trigger class the case holds whose
-    removal loses ``root``, ``"ordinary"`` if none. Every variant of every case runs in one
-    batch (a few round trips for a whole campaign's findings)."""
-    variants: list[list[tuple[str, Case | None]]] = [
-        [(t, neutralized(case, group, t)) for t in triggers_in(tags)]
-        for case, group, _root, tags in items
-    ]
+    removal loses ``root``; where no one removal does (NaN and inf each make the NaN mask
+    differ), the first class of those whose removal together loses it; ``"ordinary"`` if
+    none. Every variant of every case runs in one batch (a few round trips for a whole
+    campaign's findings)."""
+    variants: list[list[tuple[str, Case | None]]] = []
+    for case, group, _root, tags in items:
+        single = [(t, neutralized(case, group, t)) for t in triggers_in(tags)]
+        tested = [t for t, v in single if v is not None]
+        if len(tested) >= 2:
+            together: Case | None = case
+            for t in tested:
+                together = neutralized(together, group, t) if together is not None else None
+            single.append(("*", together))
+        variants.append(single)
     flat = [v for vs in variants for _, v in vs if v is not None]
     shown = iter(predicate(flat) if flat else [])
     out = []
@@ -118,9 +126,10 @@ def needed_triggers(
         for t, v in vs:
             if v is None:
                 continue
-            if root not in next(shown) and found is None:
-                found = t
-        untested = [t for t, v in vs if v is None]
+            lost = root not in next(shown)
+            if lost and found is None:
+                found = t if t != "*" else next(u for u, w in vs if w is not None)
+        untested = [t for t, v in vs if v is None and t != "*"]
         out.append(found or (untested[0] if untested else "ordinary"))
     return out
 
