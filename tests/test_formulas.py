@@ -200,3 +200,30 @@ def test_interpolated_order_statistics_of_infinities_are_not_judged() -> None:
     assert judged(x, -math.inf, math.nan) == set()
     finite = np.array([[1.0, -2.0, 0.16]], np.float32)
     assert judged(finite, -1.0, -2.0) == {"mxnet"}
+
+
+def test_a_negative_probability_target_is_no_case() -> None:
+    """kl_div's target is a probability (torch documents it): with a negative one, torch's
+    NaN from log(target) and paddle's finite answer are both artefacts, nobody is blamed;
+    with a proper target a wrong answer still is."""
+    group = {g.id: g for g in model.load().groups}["kl_div"]
+    apis = {m.library: m.api for m in group.members}
+    x1 = np.array([-0.5, -1.2], np.float32)
+
+    def judged(target: np.ndarray, paddle: float) -> set[str]:
+        case = Case(
+            group=group.id,
+            dtype="float32",
+            value_class="ordinary",
+            values={"x1": x1, "x2": target},
+            apis={lib: apis[lib] for lib in ("torch", "paddle", "mindspore")},
+        )
+        outs = {
+            "torch": ok("torch", np.array(math.nan, np.float32)),
+            "mindspore": ok("mindspore", np.array(math.nan, np.float32)),
+            "paddle": ok("paddle", np.array(paddle, np.float32)),
+        }
+        return {s.blame.library for s in judge_case(case, group, outs, None, known=[]).signed}
+
+    assert judged(np.array([-0.3, 0.5], np.float32), 0.52) == set()
+    assert judged(np.array([0.3, 0.5], np.float32), 0.52) == {"paddle"}

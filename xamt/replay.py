@@ -221,6 +221,21 @@ def _clip_unspecified(case: Case, group: Group) -> bool:
     return False
 
 
+# Losses whose target is a probability distribution: a negative target is outside the
+# function's domain (torch.nn.functional.kl_div documents ``target`` as probabilities), and
+# every library's answer to log(negative) is an artefact.
+PROBABILITY_TARGETS = frozenset({"kl_div"})
+
+
+def _outside_domain(case: Case, group: Group) -> bool:
+    """A probability target holding a negative value (see :data:`PROBABILITY_TARGETS`)."""
+    if group.op not in PROBABILITY_TARGETS or case.values.get("log_target") is True:
+        return False
+    arrays = array_inputs(case, group)
+    target = case.values.get("target", arrays[1] if len(arrays) > 1 else None)
+    return isinstance(target, np.ndarray) and bool(np.any(np.asarray(target) < 0))
+
+
 def judge_case(
     case: Case,
     group: Group,
@@ -273,7 +288,9 @@ def judge_case(
         exclude={
             lib for lib, api in case.apis.items() if not accepts(group, api, case.dtype, tags)
         },
-        invalid="out-of-range-axis" in tags or _clip_unspecified(case, group),
+        invalid="out-of-range-axis" in tags
+        or _clip_unspecified(case, group)
+        or _outside_domain(case, group),
         signed_zeros=group.family in SIGNED_ZERO_FAMILIES,
         int_inputs=[a for a in arrays if a.dtype.kind in "iu"],
         judge_values=not (
