@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from xamt.oracle.special import (
+    BEYOND_STANDARD,
     BINARY,
     RULES,
     SPECIAL_OPS,
@@ -134,6 +135,11 @@ REAL_CASES: dict[str, list[Case]] = {
         ((Z,), Z),
         ((NZ,), NZ),
     ],
+    # beyond the standard (special.DEFINED)
+    "bessel_y0": [((N,), N), ((NZ,), -I), ((-2.0,), N), ((I,), Z)],
+    "bessel_y1": [((N,), N), ((Z,), -I), ((-I,), N), ((I,), Z)],
+    "bessel_k0": [((N,), N), ((Z,), I), ((-0.5,), N), ((I,), Z)],
+    "bessel_k1": [((N,), N), ((NZ,), I), ((-I,), N), ((I,), Z)],
     "ceil": _ROUNDING,
     "copysign": [
         ((2.0, -1.0), -2.0),
@@ -821,7 +827,7 @@ CROSS = [
         ("complex", (np.complex128, np.complex64)),
     )
     for dtype in dtypes
-    for op in sorted(set(RULES[kind]) | set(VIA[kind]))
+    for op in sorted((set(RULES[kind]) | set(VIA[kind])) - BEYOND_STANDARD)
 ]
 
 
@@ -878,3 +884,25 @@ def test_never_raises_and_keeps_the_broadcast_shape(data: st.DataObject) -> None
     assert bad.shape == shapes.result_shape
     assert not (bad & ~mask).any()
     assert not departing(op, arrays, expected).any()
+
+
+def test_bessel_functions_of_the_second_kind_are_real_only_for_positive_x() -> None:
+    """Y0, Y1, K0, K1 beyond the standard (DLMF 10.2, 10.25): NaN for x < 0 (-inf included),
+    the logarithmic singularity at +-0, 0 at +inf; positive finite x is left to the
+    libraries. torch's bessel_y1(-1.14) = NaN is right, tensorflow's -inf departs."""
+    x = np.array([-1.14, -0.0, -np.inf, 2.0, 0.0, np.inf, np.nan], np.float32)
+    mask, want = expected_special("bessel_y1", [x])
+    assert mask.tolist() == [True, True, True, False, True, True, True]
+    assert np.isnan(want[[0, 2, 6]]).all() and (want[[1, 4]] == -np.inf).all()
+    _, k0 = expected_special("bessel_k0", [x])
+    assert k0[1] == np.inf and k0[5] == 0.0
+    tf_says = np.array([-np.inf, np.nan, -np.inf, 0.1, -np.inf, 0.0, np.nan], np.float32)
+    assert departs("bessel_y1", [x], tf_says).tolist() == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]

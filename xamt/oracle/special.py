@@ -451,7 +451,19 @@ BINARY = frozenset(
     "add atan2 copysign divide equal floor_divide hypot logaddexp maximum minimum multiply"
     " nextafter not_equal pow remainder subtract".split()
 )
-SPECIAL_OPS: frozenset[str] = frozenset().union(REAL, REAL_VIA, COMPLEX, COMPLEX_VIA)
+# Beyond the standard: special values that a function's mathematical definition fixes where
+# the standard has no such function. The Bessel functions of the second kind Y0, Y1 and the
+# modified K0, K1 are real only for x > 0 (DLMF 10.2 and 10.25: a branch cut along the
+# negative axis, a logarithmic singularity at 0), and vanish as x -> +inf (DLMF 10.7, 10.30).
+DEFINED: dict[str, str] = {
+    "bessel_y0": "x nan -> nan; x ±0 -> -inf; x <0 -> nan; x +inf -> +0",
+    "bessel_y1": "x nan -> nan; x ±0 -> -inf; x <0 -> nan; x +inf -> +0",
+    "bessel_k0": "x nan -> nan; x ±0 -> +inf; x <0 -> nan; x +inf -> +0",
+    "bessel_k1": "x nan -> nan; x ±0 -> +inf; x <0 -> nan; x +inf -> +0",
+}
+BEYOND_STANDARD = frozenset(DEFINED)
+
+SPECIAL_OPS: frozenset[str] = frozenset().union(REAL, REAL_VIA, COMPLEX, COMPLEX_VIA, DEFINED)
 
 # --- parsed rows ----------------------------------------------------------------------------
 
@@ -650,7 +662,7 @@ def _apply(rules: tuple[Rule, ...], v: Variables, shape: tuple[int, ...]) -> Fix
 
 
 RULES: dict[Kind, dict[str, tuple[Rule, ...]]] = {
-    "real": _parse(REAL, "real"),
+    "real": _parse({**REAL, **DEFINED}, "real"),
     "complex": _parse(COMPLEX, "complex"),
 }
 VIA: dict[Kind, dict[str, Via]] = {"real": REAL_VIA, "complex": COMPLEX_VIA}

@@ -1185,6 +1185,7 @@ def _by_standard(
     if fixed is None or not fixed.mask.any():
         return []
     mask, expected = fixed.mask, special.expected_of(fixed)
+    source = "its definition" if op in special.BEYOND_STANDARD else "the array API standard"
     out = []
     for lib, value in returned.items():
         if isinstance(value, Summary) and value.shape == shape and value.dtype != "bfloat16":
@@ -1206,8 +1207,8 @@ def _by_standard(
                 kind=kind,
                 library=lib,
                 confidence="reference",
-                detail=f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where the array "
-                f"API standard requires {_fmt(want)} ({int(bad.sum())} "
+                detail=f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where {source} "
+                f"requires {_fmt(want)} ({int(bad.sum())} "
                 f"{'sampled ' if shape is not None else ''}position"
                 f"{'s' if bad.sum() != 1 else ''})",
             )
