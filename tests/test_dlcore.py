@@ -4,6 +4,7 @@ case drawing and repro scripts (the real libraries are in tests/integration/test
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.model import CatalogError, Group, Member
+from xamt.catalog.normalize import DATA
 from xamt.inputs.draw import draw_case, fuzz_dtypes, mutate
 from xamt.triage.repro import library_script
 from xamt.types import Case
@@ -65,6 +67,30 @@ def test_declared_groups_expand_over_ranks_with_their_members() -> None:
     for spec in specs.values():
         apis = [m.api for m in spec.members]
         assert len(apis) == len(set(apis)), spec.id  # one member per API
+
+
+def test_no_deep_learning_role_shadows_a_scalar_role() -> None:
+    table = tomllib.loads((DATA / "roles.toml").read_text())
+    assert not set(table["dl"]) & set(table["scalars"])
+
+
+def test_fixed_index_arrays_come_from_the_roles_table_at_each_rank() -> None:
+    specs = {s.id: s for s in dlcore.declared()}
+    # `{d}` in a role is the rank, as in the group's id and APIs
+    assert specs["max_unpool2d"].roles == ("x", "unpool_indices2d", "kernel_size")
+    for d in (1, 2, 3):
+        spec = specs[f"max_unpool{d}d"]
+        for values in dlcore.canonical_values(spec):
+            indices = values[f"unpool_indices{d}d"]
+            assert indices.dtype == np.int64 and indices.shape == values["x"].shape
+    # class indices: integers, one per row of the scores, drawn unchanged
+    group = _group("nll_loss")
+    (values,) = dlcore.canonical_values(group)
+    assert values["x"].shape == (3, 4) and values["classes"].dtype == np.int64
+    assert values["classes"].shape == (3,) and values["classes"].max() < 4
+    apis = {m.library: m.api for m in group.members}
+    case = draw_case(group, np.random.default_rng(3), "float32", "ordinary", apis)
+    assert np.array_equal(case.values["classes"], values["classes"])
 
 
 def test_a_bad_declaration_names_the_file_and_group(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ FAMILIES = {
     "resizing": (18, 5, 3),
     "loss": (18, 4, 0),
     "attention": (2, 4, 4),
+    "activation": (10, 5, 3),
+    "embedding": (1, 4, 0),
 }
 
 

@@ -22,7 +22,8 @@ declares how it differs:
   (``jax.lax.reduce_window``'s ``computation=jax.lax.max``), resolved in the worker.
 
 A declared group spans the spatial ranks in ``ranks``; ``{d}`` in its strings is the rank
-(``conv{d}d``), and a member with ``ranks`` of its own takes part in those only.
+(``conv{d}d``; in roles too: ``unpool_indices{d}d``), and a member with ``ranks`` of its own
+takes part in those only.
 """
 
 from __future__ import annotations
@@ -249,10 +250,12 @@ def declared(path: Path = SPEC_PATH) -> tuple[Declared, ...]:
     for i, raw in enumerate(data.get("group", [])):
         where = f"{path}: group #{i} ({raw.get('op', '?')})"
         try:
-            unknown = [r for r in raw.get("roles", []) if r not in vocabulary]
+            ranks = tuple(int(r) for r in raw.get("ranks", [0]))
+            unknown = [
+                _fmt(r, d) for d in ranks for r in raw["roles"] if _fmt(r, d) not in vocabulary
+            ]
             if unknown:
                 raise ValueError(f"unknown roles {unknown}: add them to roles.toml [dl]")
-            ranks = tuple(int(r) for r in raw.get("ranks", [0]))
             arrangement = str(raw.get("arrangement", "spatial"))
             if arrangement not in ARRANGEMENTS:
                 raise ValueError(f"arrangement {arrangement!r} is not one of {ARRANGEMENTS}")
@@ -274,7 +277,7 @@ def declared(path: Path = SPEC_PATH) -> tuple[Declared, ...]:
                         family=str(raw["family"]),
                         arrangement=arrangement,
                         rank=d,
-                        roles=tuple(raw["roles"]),
+                        roles=tuple(_fmt(r, d) for r in raw["roles"]),
                         params={k: _by_rank(v, d) for k, v in raw.get("params", {}).items()},
                         members=tuple(members),
                         dtype=str(raw.get("dtype", "float32")),
@@ -384,6 +387,8 @@ def canonical_values(group: Declared | Group) -> list[dict[str, Any]]:
     Values are signed float32 in (-1, 1) (running variances in (0.5, 1.5)), so that a layout or
     kernel flipped by mistake changes the result.
     """
+    from xamt.catalog.normalize import scalar_specs, scalar_value  # (normalize imports model)
+
     rank = group.rank if isinstance(group, Declared) else spatial_rank(group.shapes)
     arrangement = group.arrangement if isinstance(group, Declared) else arrangement_of(group.shapes)
     rng = np.random.default_rng(INPUT_SEED + rank)
@@ -407,6 +412,8 @@ def canonical_values(group: Declared | Group) -> list[dict[str, Any]]:
                 values[role] = rng.uniform(low, high, shapes[role]).astype(np.float32)
             elif role in params:
                 values[role] = params[role]
+            elif role in scalar_specs():  # a fixed array of roles.toml [dl] (ids, targets)
+                values[role] = scalar_value(role, with_arrays=True)
             else:
                 raise CatalogError(f"group {group.id}: role {role!r} has no canonical value")
         out.append(values)
