@@ -610,3 +610,22 @@ def test_nan_propagation_from_a_nan_input_is_not_outvoted() -> None:
     }
     drops = [ok("torch", np.array(1.0)), ok("paddle", nan), ok("mindspore", nan)]
     assert blamed(drops, nan_input=True) == {("nan", "torch", "majority")}
+
+
+def test_a_check_failure_among_refusals_is_a_refusal() -> None:
+    """conv2d with a kernel larger than the input: torch and mindspore refuse, mxnet's
+    CHECK macro says "Check failed: ... kernel size exceeds input". Where most libraries
+    refuse (and numpy has no member), mxnet's words are a refusal too; alone against
+    libraries that answer, the same words are a failure."""
+    returned = [ok("paddle", np.zeros((1, 6, 0, 0))), ok("tensorflow", np.zeros((1, 4, 2, 1)))]
+    mxnet = err(
+        "mxnet",
+        "MXNetError",
+        "Check failed: dilated_ksize_y <= 2 (3 vs. 2) : kernel size exceeds input",
+    )
+    refusing = [
+        err("torch", "RuntimeError", "Kernel size can't be greater than actual input size"),
+        err("mindspore", "ValueError", "input shape's h and w after padding must be greater"),
+    ]
+    assert not any(lib == "mxnet" for _, lib, _ in blamed([*returned, *refusing, mxnet]))
+    assert ("status", "mxnet", "majority") in blamed([*returned, mxnet])

@@ -358,6 +358,11 @@ def judge(
                 if not internal(live[lib]):
                     support.setdefault(lib, "refused")
             failed = [lib for lib in raised if internal(live[lib])]
+            if numpy is None and len(raised) > len(returned) and len(failed) < len(raised):
+                # most libraries refuse the input (a kernel larger than the input), some with
+                # a check of their own words: mxnet's CHECK macro ("Check failed: kernel size
+                # exceeds input") refuses too, it does not fail
+                failed = []
             refusals = [_raised(lib, returned, live) for lib in raised if lib not in failed]
             if failed:
                 blames.extend(_status(returned, failed, live))
