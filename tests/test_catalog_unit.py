@@ -321,3 +321,86 @@ def test_canonical_inputs_by_kind() -> None:
             np.linalg.cholesky(a.astype(np.float64))  # positive definite: does not raise
     vectors = canonical_inputs(Plan(arrays=2, axis=False), "int32", "vector")
     assert all(x.ndim == 1 and y.ndim == 1 and x.dtype == np.int32 for x, y in vectors)
+
+
+# -- operation-specific shape kinds (data/shapes.toml) ---------------------------------------
+
+
+def test_op_shape_kinds_give_each_array_its_own_shape() -> None:
+    import numpy as np
+
+    kinds = model.op_shape_kinds()
+    # addmv(input, mat, vec): the declared (m,), (m, n), (n,) arrangement, input by input
+    addmv = canonical_inputs(Plan(arrays=3, axis=False), "float32", "matvec")
+    assert [tuple(a.shape for a in inp) for inp in addmv] == list(kinds["matvec"].canonical[3])
+    for v, m, w in addmv:
+        assert (m @ w).shape == v.shape and m.dtype == np.float32
+    # cross products: size 3 on the first and the last axis, for axis=0 and the default
+    for a, b in canonical_inputs(Plan(arrays=2, axis=True), "float32", "triple"):
+        assert a.shape == b.shape and a.shape[0] == 3 and a.shape[-1] == 3
+    # an "spd" fill is a symmetric positive definite matrix reshaped: tensorinv's (2, 3, 6)
+    for (a,) in canonical_inputs(Plan(arrays=1, axis=False), "float32", "tensor"):
+        n = int(np.prod(a.shape[:2]))
+        matrix = a.reshape(n, n).astype(np.float64)
+        np.testing.assert_allclose(matrix, matrix.T)
+        np.linalg.cholesky(matrix)  # positive definite: does not raise
+    # and a list argument gets the kind's chain of matrices
+    for a, b in canonical_inputs(Plan(arrays=2, axis=False, sequence=True), "float32", "chain"):
+        assert a.shape[1] == b.shape[0]
+
+
+def test_op_shape_kinds_are_tried_only_on_their_own_operations() -> None:
+    from xamt.catalog.build import KINDS, eligible, family_for, passes, plain_count
+
+    two = Plan(arrays=2, axis=False)
+    listed = Plan(arrays=2, axis=False, sequence=True)
+    assert eligible("mv", two, "matvec") and not eligible("add", two, "matvec")
+    assert not eligible("mv", Plan(arrays=1, axis=False), "matvec")  # no arrays.1 declared
+    # a list argument waits past the general matrix kinds for its own kind
+    assert not eligible("multidot", listed, "square") and eligible("multidot", listed, "chain")
+    assert eligible("add", two, "any") and eligible("add", two, "square")
+    order = passes()
+    assert order[: len(KINDS)] == list(KINDS)
+    assert {s for _, s in order[len(KINDS) :]} == set(model.OP_KINDS)
+    assert plain_count(two, "matvec") == 3 and plain_count(Plan(arrays=0, axis=False), "any") == 1
+    assert family_for("matvec") == "linalg" and family_for("segments") == "reduction"
+    assert family_for("any") == ""
+
+
+def test_committed_op_kind_groups_load(tmp_path: Path) -> None:
+    path = write(tmp_path, [group("mv@matvec", shapes="matvec", family="linalg")])
+    assert model.load(path).groups[0].shapes == "matvec"
+    assert set(model.OP_KINDS) <= set(model.SHAPE_KINDS)
+    # and an operation-specific group is not a deep-learning core group in the totals
+    stats = model.load(path).stats()
+    assert stats["deep_learning_core"]["groups"] == 0
+
+
+THREE = "canonical = [[[3]], [[3]], [[3]]]\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('ops = ["x"]\nfamily = "linalg"\n[kinds.k.arrays.2]\n' + THREE, "another length"),
+        (
+            'ops = ["x"]\nfamily = "linalg"\n[kinds.k.arrays.1]\n'
+            'canonical = [[[2, 3]], [[4]], [[9]]]\nvalues = ["spd"]\n',
+            "no square size",
+        ),
+        ('ops = ["x"]\nfamily = "magic"\n[kinds.k.arrays.1]\n' + THREE, "unknown family"),
+        (
+            'ops = ["x"]\nfamily = "linalg"\n[kinds.k.arrays.1]\ncanonical = [[[3]]]\n',
+            "3 canonical",
+        ),
+        ('family = "linalg"\n[kinds.k.arrays.1]\n' + THREE, "malformed"),
+    ],
+)
+def test_malformed_op_shape_kinds_name_the_file_and_kind(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = tmp_path / "shapes.toml"
+    path.write_text("[kinds.k]\n" + body)
+    with pytest.raises(CatalogError, match=message) as err:
+        model.op_shape_kinds(path)
+    assert str(path) in str(err.value) and "'k'" in str(err.value)

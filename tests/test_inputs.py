@@ -198,3 +198,20 @@ def test_a_zero_d_input_has_no_default_last_axis() -> None:
     assert "out-of-range-axis" not in input_classes(case, make_group(("x",)))
     one_d = dataclasses.replace(case, values={"x": x[None]})
     assert "out-of-range-axis" not in input_classes(one_d, sort)
+
+
+def test_op_kind_groups_draw_the_kinds_arrangements() -> None:
+    """A group of an operation-specific kind (data/shapes.toml) draws one declared arrangement
+    per case, mostly a canonical one (a matrix and a vector whose sizes fit)."""
+    from xamt.catalog.model import op_shape_kinds
+
+    kind = op_shape_kinds()["matvec"]
+    group = make_group(("x1", "x2"), "matvec")
+    rng = np.random.default_rng(3)
+    drawn = []
+    for _ in range(200):
+        case = draw_case(group, rng, "float32", "ordinary", {"numpy": "numpy.op"})
+        drawn.append((case.values["x1"].shape, case.values["x2"].shape))
+    assert set(drawn) <= set(kind.canonical[2]) | set(kind.fuzz[2])
+    fitting = [(m, v) for m, v in drawn if m[-1] == v[0]]
+    assert len(fitting) > len(drawn) / 2 and set(drawn) - set(kind.canonical[2])

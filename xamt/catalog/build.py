@@ -9,8 +9,9 @@
    work and is recorded, it never vetoes.
 3. **Execution.** Every candidate member runs on the canonical inputs of its plan: seeded
    float32 arrays in (0.1, 0.9) (inside the domain of log, sqrt, arcsin, atanh...) in three
-   shapes; members that fail on float32 are tried on int32 (1..9), then bool. Calls go to all
-   libraries at once, in batches.
+   shapes; members that fail on float32 are tried on int32 (1..9), then bool, then on matrices
+   and vectors; last, an operation whose arrays must fit together (``cross``, ``mv``) is tried
+   on its own shapes (``data/shapes.toml``). Calls go to all libraries at once, in batches.
 4. **Pairwise validation and groups.** Two members agree when they return the same structure,
    shapes and values (``rtol=1e-4, atol=1e-5``) on every canonical input. Agreeing pairs form
    connected components; the group-level check then keeps, per component, the largest set of
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import random
 import time
 from collections import defaultdict
@@ -39,7 +41,15 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.bind import bind
-from xamt.catalog.model import ARRAY_ROLES, SEQUENCE_ROLE, Catalog, Group, Member
+from xamt.catalog.model import (
+    ARRAY_ROLES,
+    SEQUENCE_ROLE,
+    Catalog,
+    Group,
+    Member,
+    Shape,
+    op_shape_kinds,
+)
 from xamt.catalog.normalize import (
     Binding,
     alias_map,
@@ -84,6 +94,8 @@ KINDS = (
     ("float32", "vector"),
     ("int32", "vector"),
 )
+# Operation-specific kinds (data/shapes.toml) follow these, on float32, each for the buckets of
+# its own operations only (:func:`eligible`).
 AXIS = 0
 KEEPDIMS = True  # the non-default value, for the keepdims variant of a reduction
 SEQUENCE_LENGTH = 2  # how many canonical arrays a sequence role gets
@@ -215,14 +227,48 @@ def role_values(plan: Plan, inputs: Sequence[Any]) -> dict[str, Any]:
     return values
 
 
+def passes() -> list[tuple[str, str]]:
+    """The build's (dtype, shape kind) passes, in order: :data:`KINDS`, then each
+    operation-specific kind (``data/shapes.toml``) on float32."""
+    return [*KINDS, *(("float32", name) for name in sorted(op_shape_kinds()))]
+
+
+def eligible(op: str, plan: Plan, shapes: str) -> bool:
+    """Whether a bucket is tried on a shape kind: every bucket on ``any``; buckets with arrays
+    (not as a list) on the other general kinds; an operation-specific kind only its own
+    operations' buckets, for the numbers of arrays it declares."""
+    if shapes == "any":
+        return True
+    kind = op_shape_kinds().get(shapes)
+    if kind is not None:
+        return op in kind.ops and plan.arrays in kind.canonical
+    return bool(plan.arrays) and not plan.sequence
+
+
+def plain_count(plan: Plan, shapes: str) -> int:
+    """How many canonical input tuples (before probes) a plan has on a shape kind."""
+    if not plan.arrays:
+        return 1
+    kind = op_shape_kinds().get(shapes)
+    return len(kind.canonical[plan.arrays]) if kind is not None else len(SHAPES[shapes])
+
+
 def canonical_inputs(
     plan: Plan, dtype: str, shapes: str = "any", *, probes: bool = False
 ) -> list[tuple[np.ndarray, ...]]:
     """The seeded inputs every member of a plan is validated on, one tuple per shape; with
-    ``probes``, the kind's :data:`PROBE_SHAPES` follow."""
+    ``probes``, the kind's :data:`PROBE_SHAPES` follow. An operation-specific kind gives each
+    array its own shape and fill (:class:`~xamt.catalog.model.OpShapes`; float32 only)."""
     rng = np.random.default_rng(INPUT_SEED)
     if plan.arrays == 0:
         return [()]  # nothing varies: one call
+    kind = op_shape_kinds().get(shapes)
+    if kind is not None:
+        fills = kind.values[plan.arrays]
+        return [
+            tuple(filled(rng, fill, shape) for fill, shape in zip(fills, row, strict=True))
+            for row in kind.canonical[plan.arrays]
+        ]
     sets = []
     plain = SHAPES[shapes]
     extra = PROBE_SHAPES.get(shapes, ()) if probes and dtype != "bool" else ()
@@ -244,6 +290,16 @@ def canonical_inputs(
                 arrays.append(rng.integers(0, 2, shape).astype(bool))
         sets.append(tuple(arrays))
     return sets
+
+
+def filled(rng: np.random.Generator, fill: str, shape: Shape) -> np.ndarray:
+    """A float32 array of ``shape``: uniform in (0.1, 0.9), or ("spd") a symmetric positive
+    definite matrix of the array's size reshaped (``tensorinv``'s ``(2, 3, 6)`` is a 6 x 6
+    matrix)."""
+    if fill == "spd":
+        n = math.isqrt(math.prod(shape))
+        return spd_matrix(rng, (n, n)).reshape(shape)
+    return rng.uniform(0.1, 0.9, shape).astype(np.float32)
 
 
 def spd_matrix(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -516,6 +572,15 @@ def form_groups(
     return groups
 
 
+def family_for(shapes: str) -> str:
+    """The family a shape kind fixes ("" for none): linear algebra for square matrices, an
+    operation-specific kind's declared family."""
+    if shapes in ("square", "batched"):
+        return "linalg"
+    kind = op_shape_kinds().get(shapes)
+    return kind.family if kind is not None else ""
+
+
 def family_of(members: Sequence[Candidate], first: Sequence[Any], inputs: Sequence[Any]) -> str:
     """A coarse family from namespaces and from what the first input did to the output."""
     apis = " ".join(m.api for m in members)
@@ -591,27 +656,29 @@ def build(
     groups: list[Group] = []
     unresolved = dict(buckets)
 
-    for dtype, shapes in KINDS:
+    for dtype, shapes in passes():
         kind = dtype if shapes == "any" else f"{dtype}-{shapes}"
-        if shapes != "any":  # matrices and vectors are for single array arguments
-            unresolved = {k: v for k, v in unresolved.items() if k[1].arrays and not k[1].sequence}
+        active = {k: v for k, v in unresolved.items() if eligible(k[0], k[1], shapes)}
+        # buckets this kind is not for wait, unchanged, for the next kinds
+        still: dict[Bucket, list[Candidate]] = {
+            k: v for k, v in unresolved.items() if k not in active
+        }
         todo = []
         # each bucket's inputs (plain ones, then probes) and their digests, made once
         inputs_of = {
-            plan: canonical_inputs(plan, dtype, shapes, probes=True) for (_, plan) in unresolved
+            plan: canonical_inputs(plan, dtype, shapes, probes=True) for (_, plan) in active
         }
         digests_of = {plan: [_digest(inp) for inp in inputs] for plan, inputs in inputs_of.items()}
-        for (_, plan), members in unresolved.items():
+        for (_, plan), members in active.items():
             for cand in members:
                 for inp, digest in zip(inputs_of[plan], digests_of[plan], strict=True):
                     todo.append((_key(cand, plan, kind, digest), cand, cand.call(plan, inp)))
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(todo)
-        progress(f"{kind}: {len(todo)} calls for {len(unresolved)} buckets")
+        progress(f"{kind}: {len(todo)} calls for {len(active)} buckets")
         run_probes(pool, todo, store, progress)
-        still: dict[Bucket, list[Candidate]] = {}
-        for (op, plan), members in unresolved.items():
-            plain = len(SHAPES[shapes]) if plan.arrays else 1  # (the rest are probes)
+        for (op, plan), members in active.items():
+            plain = plain_count(plan, shapes)  # (the rest are probes)
             runs = {
                 c: [store.results[_key(c, plan, kind, d)] for d in digests_of[plan]]
                 for c in members
@@ -646,9 +713,8 @@ def build(
                         op=name,
                         dtype=dtype,
                         roles=plan.roles,
-                        family="linalg"
-                        if shapes in ("square", "batched")
-                        else family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),
+                        family=family_for(shapes)
+                        or family_of(chosen, results[idx[0]], canonical_inputs(plan, dtype)),
                         members=tuple(c.member(plan) for c in chosen),
                         shapes=shapes,
                     )

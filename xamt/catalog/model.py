@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import tomllib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,14 +48,95 @@ ROLES = (*ARRAY_ROLES, *DL_ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtyp
 # (N, C, *spatial) alone, or with convolution weights, transposed-convolution weights or
 # per-channel arrays (xamt.catalog.dlcore.ARRANGEMENTS).
 BASE_KINDS = ("any", "square", "batched", "vector")
-SHAPE_KINDS = (
-    *BASE_KINDS,
-    *(
-        f"{a}{d}d"
-        for a in ("spatial", "conv", "convt", "channel", "last", "pair", "attention")
-        for d in (1, 2, 3)
-    ),
+DL_KINDS = tuple(
+    f"{a}{d}d"
+    for a in ("spatial", "conv", "convt", "channel", "last", "pair", "attention")
+    for d in (1, 2, 3)
 )
+Shape = tuple[int, ...]
+# how an operation-specific kind fills an array (data/shapes.toml)
+FILLS = ("uniform", "spd")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpShapes:
+    """An operation-specific shape kind (``data/shapes.toml``): for the operations it names,
+    per number of arrays, the shapes of each canonical input tuple (one shape per array, in
+    role order), further arrangements for the fuzzer, and how each array is filled.
+
+    Note: a kind is tried only on its own operations' buckets, after the general kinds.
+    """
+
+    name: str
+    ops: tuple[str, ...]
+    family: str
+    canonical: dict[int, tuple[tuple[Shape, ...], ...]]
+    fuzz: dict[int, tuple[tuple[Shape, ...], ...]]
+    values: dict[int, tuple[str, ...]]
+
+
+def op_shape_kinds(path: Path | None = None) -> dict[str, OpShapes]:
+    """The operation-specific shape kinds, by name (read once per process for the shipped
+    file); a malformed kind names the file and the kind."""
+    if path is None:
+        return dict(_OP_SHAPES)
+    return _read_op_shapes(path)
+
+
+def _read_op_shapes(path: Path) -> dict[str, OpShapes]:
+    try:
+        table = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CatalogError(f"{path}: cannot read: {exc}") from None
+    kinds = {}
+    for name, raw in sorted(table.get("kinds", {}).items()):
+        where = f"{path}: kind {name!r}"
+        try:
+            kind = _op_shapes(name, raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"{where}: malformed ({exc!r})") from None
+        if name in BASE_KINDS or name in DL_KINDS:
+            raise CatalogError(f"{where}: the name of a general shape kind")
+        if kind.family not in FAMILIES:
+            raise CatalogError(f"{where}: unknown family {kind.family!r}")
+        for n, tuples in [*kind.canonical.items(), *kind.fuzz.items()]:
+            if any(len(shapes) != n for shapes in tuples):
+                raise CatalogError(f"{where}: arrays.{n} has a tuple of another length")
+        for n, fills in kind.values.items():
+            if len(fills) != n or not set(fills) <= set(FILLS):
+                raise CatalogError(
+                    f"{where}: arrays.{n}.values must name {n} fills among {', '.join(FILLS)}"
+                )
+            for shapes in kind.canonical[n]:
+                for fill, shape in zip(fills, shapes, strict=True):
+                    size = math.prod(shape)
+                    if fill == "spd" and math.isqrt(size) ** 2 != size:
+                        raise CatalogError(f"{where}: spd shape {shape} has no square size")
+        if len({len(c) for c in kind.canonical.values()} | {3}) != 1:
+            raise CatalogError(f"{where}: every arrays.N needs 3 canonical tuples")
+        kinds[name] = kind
+    return kinds
+
+
+def _op_shapes(name: str, raw: dict[str, Any]) -> OpShapes:
+    def tuples(rows: list[list[list[int]]]) -> tuple[tuple[Shape, ...], ...]:
+        return tuple(tuple(tuple(int(d) for d in shape) for shape in row) for row in rows)
+
+    arrays = {int(n): spec for n, spec in raw["arrays"].items()}
+    return OpShapes(
+        name=name,
+        ops=tuple(str(op) for op in raw["ops"]),
+        family=str(raw["family"]),
+        canonical={n: tuples(spec["canonical"]) for n, spec in arrays.items()},
+        fuzz={n: tuples(spec.get("fuzz", [])) for n, spec in arrays.items()},
+        values={
+            n: tuple(str(v) for v in spec.get("values", ["uniform"] * n))
+            for n, spec in arrays.items()
+        },
+    )
+
+
+OP_SHAPES_PATH = Path(__file__).resolve().parent / "data" / "shapes.toml"
 Family = Literal[
     "elementwise",
     "reduction",
@@ -85,6 +168,11 @@ class UnknownGroup(CatalogError):
     """A group id the catalog does not have (the catalog itself is fine)."""
 
     exit_code = 19
+
+
+_OP_SHAPES = _read_op_shapes(OP_SHAPES_PATH)
+OP_KINDS = tuple(_OP_SHAPES)
+SHAPE_KINDS = (*BASE_KINDS, *DL_KINDS, *OP_KINDS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,7 +251,7 @@ class Catalog:
             ),
             "library_versions": self.libraries,
             "per_family": _per_family(self.groups),
-            "deep_learning_core": _summary([g for g in self.groups if g.shapes not in BASE_KINDS]),
+            "deep_learning_core": _summary([g for g in self.groups if g.shapes in DL_KINDS]),
         }
 
 

@@ -1,7 +1,9 @@
 """Draw and mutate cases for a group: shapes, values and parameters by role, all seeded.
 
 Shapes (by how many arrays a group takes): 0-d, empty, size-1, vectors, matrices, high rank
-(up to 6), and broadcast pairs for two or more arrays. Parameters by role: ``axis`` (omitted
+(up to 6), and broadcast pairs for two or more arrays; a group of an operation-specific shape
+kind (``data/shapes.toml``: a matrix and a vector, an axis of size 3) gets the kind's own
+arrangements, one shape per array. Parameters by role: ``axis`` (omitted
 where optional, negative, tuple, out of range), ``keepdims`` both ways where every member takes
 it, scalar roles at their canonical value or at boundaries, defaults omitted as well as given.
 """
@@ -14,7 +16,15 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.dlcore import is_dl
-from xamt.catalog.model import ARRAY_ROLES, DL_ARRAY_ROLES, SEQUENCE_ROLE, Group
+from xamt.catalog.model import (
+    ARRAY_ROLES,
+    DL_ARRAY_ROLES,
+    SEQUENCE_ROLE,
+    Group,
+    OpShapes,
+    Shape,
+    op_shape_kinds,
+)
 from xamt.catalog.normalize import scalar_value
 from xamt.inputs.dlcore import dl_dtypes, draw_dl_case, mutate_param
 from xamt.inputs.values import draw_array, float_specials
@@ -96,6 +106,19 @@ BROADCAST_PAIRS: dict[str, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] 
 }
 
 
+# How often a group of an operation-specific kind (data/shapes.toml) gets one of the kind's
+# canonical arrangements rather than one of its fuzz arrangements (edges, mismatches).
+OP_KIND_CANONICAL_WEIGHT = 0.6
+
+
+def draw_op_shapes(rng: np.random.Generator, kind: OpShapes, n_arrays: int) -> list[Shape]:
+    """One shape per array for a group of an operation-specific kind: an arrangement from the
+    kind's canonical ones (:data:`OP_KIND_CANONICAL_WEIGHT`) or its fuzz ones."""
+    canonical, fuzz = kind.canonical[n_arrays], kind.fuzz.get(n_arrays, ())
+    menu = canonical if not fuzz or rng.random() < OP_KIND_CANONICAL_WEIGHT else fuzz
+    return list(menu[int(rng.integers(0, len(menu)))])
+
+
 def draw_shape(rng: np.random.Generator, kind: str, shapes: str = "any") -> tuple[int, ...]:
     menu = SHAPE_MENUS[shapes][kind]
     return menu[int(rng.integers(0, len(menu)))]
@@ -156,7 +179,10 @@ def draw_case(
     roles = array_roles(group)
     values: dict[str, Any] = {}
     n_arrays = 2 if roles == [SEQUENCE_ROLE] else len(roles)
-    if n_arrays >= 2 and rng.random() < 0.25:
+    op_kind = op_shape_kinds().get(group.shapes)
+    if op_kind is not None and n_arrays in op_kind.canonical:
+        shapes = draw_op_shapes(rng, op_kind, n_arrays)
+    elif n_arrays >= 2 and rng.random() < 0.25:
         s1, s2 = _broadcast_pair(rng, group.shapes)
         shapes = [s1, s2] + [s1] * (n_arrays - 2)
     else:
