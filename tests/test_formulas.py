@@ -227,3 +227,49 @@ def test_a_negative_probability_target_is_no_case() -> None:
 
     assert judged(np.array([-0.3, 0.5], np.float32), 0.52) == set()
     assert judged(np.array([0.3, 0.5], np.float32), 0.52) == {"paddle"}
+
+
+def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged() -> None:
+    """cumsum of [-0.0, 1.0]: numpy copies the first element (-0.0), paddle adds it to +0
+    (+0.0); IEEE 754 fixes no sum of one term. rfftfreq(n=-1): numpy returns an empty array
+    without checking, torch one element; n must be positive. Neither blames anyone, while a
+    wrong number still does."""
+    groups = {g.id: g for g in model.load().groups}
+    cumsum = groups["cumsum"]
+    apis = {m.library: m.api for m in cumsum.members}
+    x = np.array([-0.0, 1.0], np.float32)
+    case = Case(
+        group="cumsum",
+        dtype="float32",
+        value_class="boundary",
+        values={"x": x},
+        apis={lib: apis[lib] for lib in ("numpy", "paddle", "mxnet")},
+    )
+    numpy_says = np.array([-0.0, 1.0], np.float32)
+    for paddle_says, blamed in (([0.0, 1.0], set()), ([0.0, 2.0], {"paddle"})):
+        outs = {
+            "numpy": ok("numpy", numpy_says),
+            "mxnet": ok("mxnet", numpy_says),
+            "paddle": ok("paddle", np.array(paddle_says, np.float32)),
+        }
+        ref = ok("numpy", numpy_says.astype(np.float64))
+        got = judge_case(case, cumsum, outs, ref, known=[])
+        assert {s.blame.library for s in got.signed} == blamed
+    freq = groups["rfftfreq"]
+    fapis = {m.library: m.api for m in freq.members}
+    for n, blamed in ((-1, set()), (4, {"torch"})):
+        case = Case(
+            group="rfftfreq",
+            dtype="float32",
+            value_class="boundary",
+            values={"n": n},
+            apis={lib: fapis[lib] for lib in ("numpy", "torch", "paddle")},
+        )
+        right = np.fft.rfftfreq(n).astype(np.float32) if n > 0 else np.zeros(0, np.float32)
+        outs = {
+            "numpy": ok("numpy", right),
+            "paddle": ok("paddle", right),
+            "torch": ok("torch", np.zeros(right.size + 1, np.float32)),
+        }
+        got = judge_case(case, freq, outs, ok("numpy", right.astype(np.float64)), known=[])
+        assert {s.blame.library for s in got.signed} == blamed

@@ -221,6 +221,13 @@ def _clip_unspecified(case: Case, group: Group) -> bool:
     return False
 
 
+# Running sums and products: the sign of a zero depends on where the accumulator starts (a
+# sum started at +0 turns a first -0.0 into +0.0, one started at the first element keeps it);
+# IEEE 754 fixes no sum of one term, so their zero signs are not judged.
+ACCUMULATIONS = re.compile(r"(nan)?cum(sum|prod)|cumulative_(sum|prod)|logcumsumexp")
+# Window functions of a sample count: fftfreq(n, d) divides by n * d, so n must be positive
+# (numpy returns an empty array for a negative n without checking).
+SAMPLE_COUNTS = frozenset({"fftfreq", "rfftfreq"})
 # Losses whose target is a probability distribution: a negative target is outside the
 # function's domain (torch.nn.functional.kl_div documents ``target`` as probabilities), and
 # every library's answer to log(negative) is an artefact.
@@ -228,7 +235,11 @@ PROBABILITY_TARGETS = frozenset({"kl_div"})
 
 
 def _outside_domain(case: Case, group: Group) -> bool:
-    """A probability target holding a negative value (see :data:`PROBABILITY_TARGETS`)."""
+    """A call outside the function's domain: a probability target holding a negative value
+    (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`)."""
+    if group.op in SAMPLE_COUNTS:
+        n = case.values.get("n")
+        return isinstance(n, int | np.integer) and int(n) <= 0
     if group.op not in PROBABILITY_TARGETS or case.values.get("log_target") is True:
         return False
     arrays = array_inputs(case, group)
@@ -291,7 +302,8 @@ def judge_case(
         invalid="out-of-range-axis" in tags
         or _clip_unspecified(case, group)
         or _outside_domain(case, group),
-        signed_zeros=group.family in SIGNED_ZERO_FAMILIES,
+        signed_zeros=group.family in SIGNED_ZERO_FAMILIES
+        and ACCUMULATIONS.fullmatch(group.op) is None,
         int_inputs=[a for a in arrays if a.dtype.kind in "iu"],
         judge_values=not (
             (
