@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,6 +310,82 @@ def test_candidate_plans() -> None:
     }
     assert "paddle.round" in rounds[("x",)]
     assert "paddle.round" not in rounds[("x", "decimals")]
+
+
+def members_of(
+    inventories: dict[str, Any], op: str, roles: tuple[str, ...]
+) -> dict[str, tuple[tuple[str, ...], dict[str, str]]]:
+    """api -> its member's (args, kwargs) in the bucket of ``op`` with ``roles``."""
+    found = {}
+    for (bucket_op, plan), cands in candidates(inventories).items():
+        if bucket_op == op and plan.roles == roles:
+            for c in cands:
+                m = c.member(plan)
+                found[c.api] = (m.args, m.kwargs)
+    return found
+
+
+def test_members_follow_the_signature_when_arrays_and_scalars_interleave() -> None:
+    """``insert(arr, obj, values)`` and ``scatter(input, dim, index, src)``: arrays first
+    would put the second array in the scalar's slot; each API keeps its own order instead."""
+    inventories = {
+        "numpy": {"apis": [api("numpy.insert", "arr", "obj", "values", "axis=None")]},
+        "jax": {"apis": [api("jax.numpy.insert", "arr", "obj", "values", "axis=None")]},
+        "torch": {"apis": [api("torch.scatter_add", "input", "dim", "index", "src")]},
+        "paddle": {
+            "apis": [
+                api("paddle.scatter_add", "input", "dim", "index", "src"),
+                # mindspore.ops.index_add's order, for a second shape of interleaving
+                api("paddle.index_add", "x", "indices", "y", "axis"),
+            ]
+        },
+        "mindspore": {"apis": [api("mindspore.ops.index_add", "x", "indices", "y", "axis")]},
+    }
+    inserts = members_of(inventories, "insert", ("x1", "x2", "obj"))
+    assert inserts["numpy.insert"] == (("x1", "obj", "x2"), {})
+    # the optional axis, given, follows the last array by keyword
+    inserts = members_of(inventories, "insert", ("x1", "x2", "obj", "axis"))
+    assert inserts["jax.numpy.insert"] == (("x1", "obj", "x2"), {"axis": "axis"})
+    scatters = members_of(inventories, "scatteradd", ("x1", "x2", "indices", "axis"))
+    assert scatters["torch.scatter_add"] == (("x1", "axis", "indices", "x2"), {})
+    adds = members_of(inventories, "indexadd", ("x1", "x2", "indices", "axis"))
+    assert adds["mindspore.ops.index_add"] == (("x1", "indices", "x2"), {"axis": "axis"})
+
+
+def test_an_interleaved_api_after_a_parameter_without_a_role_goes_by_keyword() -> None:
+    """A parameter before an array that the plan gives no value (an optional role, a control
+    parameter) ends the positional run: the array goes by its name."""
+    from xamt.catalog.build import Candidate
+
+    params = [
+        {"name": "input", "kind": "positional_or_keyword"},
+        {"name": "dim", "kind": "positional_or_keyword", "default": "0"},
+        {"name": "index", "kind": "positional_or_keyword"},
+        {"name": "src", "kind": "positional_or_keyword"},
+    ]
+    c = Candidate(
+        library="torch", api="f", callable="f", op="f", binding=binding_of(params, "scatter")
+    )
+    assert c.interleaved
+    m = c.member(Plan(arrays=2, axis=False, scalars=("indices",)))
+    assert m.args == ("x1",) and m.kwargs == {"index": "indices", "src": "x2"}
+    assert m.optional == {"axis": "dim"}
+    # arrays first in the signature: the arrays-first binding, unchanged
+    plain = binding_of(params[:1] + params[3:] + params[1:3])
+    assert not Candidate(library="torch", api="g", callable="g", op="g", binding=plain).interleaved
+
+
+def test_operation_tables_give_names_their_operation_meaning() -> None:
+    lerp: Any = api("torch.lerp", "input", "end", "weight")["params"]
+    assert [a for a, _ in binding_of(lerp, "lerp").arrays] == ["input", "end"]
+    # elsewhere `end` is a bound (arange, slice_scatter)
+    assert binding_of(lerp).role("stop") is not None
+    renorm: Any = api("torch.renorm", "input", "p", "dim", "maxnorm")["params"]
+    b = binding_of(renorm, "renorm")
+    assert [a for a, _ in b.arrays] == ["input"] and not b.blocked
+    assert b.required_roles == {"norm_order", "axis", "clip_norm"}
+    # without the operation's table, `p` is an array and `maxnorm` unknown
+    assert binding_of(renorm).blocked == ("maxnorm",)
 
 
 def test_canonical_inputs_by_kind() -> None:

@@ -171,8 +171,28 @@ class Candidate:
         takes = {p.role for p in b.params}
         return b.required_roles - {"keepdims", "dtype"} <= given and given <= takes
 
+    @property
+    def interleaved(self) -> bool:
+        """Whether a parameter that is not an array comes, in the signature, before an array
+        given by position (``insert(arr, obj, values)``, ``scatter(input, dim, index, src)``):
+        arrays first would put an array in that parameter's slot."""
+        b = self.binding
+        by_position = tuple(name for name, kw_only in b.arrays if not kw_only)
+        return (
+            b.known
+            and b.sequence is None
+            and bool(b.positional)
+            and b.positional[: len(by_position)] != by_position
+        )
+
     def member(self, plan: Plan) -> Member:
-        """This API's binding of ``plan``'s roles (what the catalog records)."""
+        """This API's binding of ``plan``'s roles (what the catalog records).
+
+        Arrays go by position, then the roles the API takes only by position; the other roles
+        by keyword. An :attr:`interleaved` API instead takes its positional parameters in its
+        own order, up to its last array, as long as each has a role in ``plan``; what follows
+        a parameter without one goes by keyword.
+        """
         b = self.binding
         if not b.known:
             return Member(
@@ -183,17 +203,35 @@ class Candidate:
             if b.sequence is not None
             else list(zip(b.arrays, plan.array_roles, strict=True))
         )
+        given = set(plan.scalars) | set(plan.extra) | ({"axis"} if plan.axis else set())
+        optional = {p.role: p.name for p in b.params if p.role not in given}
+        if self.interleaved:
+            roles = {name: role for (name, _), role in arrays}
+            roles.update({p.name: p.role for p in b.params if p.role in given})
+            by_position = {name for name, kw_only in b.arrays if not kw_only}
+            last = max(i for i, name in enumerate(b.positional) if name in by_position)
+            ordered: list[str] = []
+            for name in b.positional[: last + 1]:
+                if name not in roles:
+                    break
+                ordered.append(roles.pop(name))
+            return Member(
+                library=self.library,
+                api=self.api,
+                args=tuple(ordered),
+                kwargs=roles,
+                optional=optional,
+                callable=self.callable,
+            )
         args = [r for (_, kw_only), r in arrays if not kw_only]
         kwargs = {name: r for (name, kw_only), r in arrays if kw_only}
         if args and kwargs:  # keyword-only arrays after positional ones: all by keyword
             kwargs = {name: r for (name, _), r in arrays}
             args = []
-        given = set(plan.scalars) | set(plan.extra) | ({"axis"} if plan.axis else set())
-        optional = {}
         for p in b.params:
             if p.role not in given:
-                optional[p.role] = p.name
-            elif p.positional_only:
+                continue
+            if p.positional_only:
                 args.append(p.role)
             else:
                 kwargs[p.name] = p.role
@@ -327,12 +365,13 @@ def candidates(inventories: Mapping[str, Mapping[str, Any]]) -> dict[Bucket, lis
         for entry in sorted(inventories[lib]["apis"], key=lambda e: e["path"]):
             if entry["kind"] in SKIP_KINDS or exclusion_reason(entry["path"]):
                 continue
+            op = canonical_op(entry["path"])
             cand = Candidate(
                 library=lib,
                 api=entry["path"],
                 callable=entry.get("same_as", entry["path"]),
-                op=canonical_op(entry["path"]),
-                binding=binding_of(entry["params"]),
+                op=op,
+                binding=binding_of(entry["params"], op),
             )
             b = cand.binding
             if b.known and (b.blocked or (cand.arity == 0 and not b.required_roles)):
@@ -426,8 +465,11 @@ def _digest(inputs: Sequence[np.ndarray]) -> str:
 
 
 def _key(c: Candidate, plan: Plan, kind: str, digest: str) -> str:
-    """A checkpointed call's key: the API, the plan, the input kind and the input's digest."""
-    return f"{c.library}|{c.api}|{plan.key}|{kind}|{digest}"
+    """A checkpointed call's key: the API, the plan, the input kind and the input's digest;
+    for an :attr:`~Candidate.interleaved` API also its positional roles (a call bound in the
+    API's own order is not the one an arrays-first binding made)."""
+    key = f"{c.library}|{c.api}|{plan.key}|{kind}|{digest}"
+    return f"{key}|{','.join(c.member(plan).args)}" if c.interleaved else key
 
 
 def to_plain(value: Any) -> Any:

@@ -8,7 +8,9 @@ and without underscores (``bitwise_invert`` and ``bitwiseinvert`` meet).
 Parameters: array parameters become positional roles ``x`` / ``x1, x2`` / ``x1, x2, x3`` in
 order; ``axis``, ``keepdims``, ``dtype`` and scalar roles are found by name (a second parameter
 of a role moves on to the role's successor: ``dim0, dim1`` -> ``axis1, axis2``); control
-parameters (``name``, ``out``, ``device``...) are dropped.
+parameters (``name``, ``out``, ``device``...) are dropped. A name whose meaning depends on the
+operation (``end``: an array in ``lerp``, a bound in ``arange``) is read from the operation's own
+table first (``[ops.<op>]`` in ``data/roles.toml``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ def role_tables() -> tuple[frozenset[str], dict[str, str], frozenset[str]]:
             roles.setdefault(name, role)
     control = frozenset(data["control"]["names"])
     return arrays, roles, control
+
+
+@cache
+def op_roles() -> dict[str, dict[str, str]]:
+    """Operation key -> parameter name -> role (``"array"``: an input array), read before the
+    general tables: names whose meaning depends on the operation."""
+    table = _table("roles.toml").get("ops", {})
+    for op, names in table.items():
+        if not isinstance(names, dict) or not all(isinstance(r, str) for r in names.values()):
+            raise CatalogError(f"{DATA / 'roles.toml'}: ops.{op} must map names to roles")
+    return {op: dict(names) for op, names in table.items()}
 
 
 @cache
@@ -193,6 +206,8 @@ class Binding:
     ``params``: non-array roles the API takes (``axis``, ``keepdims``, scalars...).
     ``blocked``: required parameters that no role fills (the API cannot be called plainly).
     ``known``: whether parameters were known at all (from a signature or docstring).
+    ``positional``: the names of the parameters a position reaches, in the signature's order
+    (control parameters included: they take a slot too).
     """
 
     arrays: tuple[tuple[str, bool], ...]
@@ -200,6 +215,7 @@ class Binding:
     blocked: tuple[str, ...]
     known: bool
     sequence: tuple[str, bool] | None = None
+    positional: tuple[str, ...] = ()
 
     def role(self, role: str) -> Param | None:
         return next((p for p in self.params if p.role == role), None)
@@ -212,10 +228,16 @@ class Binding:
 UNKNOWN = Binding(arrays=(), params=(), blocked=(), known=False)
 
 
-def binding_of(params: list[dict[str, Any]] | None) -> Binding:
+def binding_of(params: list[dict[str, Any]] | None, op: str = "") -> Binding:
+    """How an API's parameters (an inventory entry's ``params``) map to roles, for the
+    operation key ``op`` (whose own names, ``[ops.<op>]``, come first)."""
     if params is None:
         return UNKNOWN
     array_names, role_names, control = role_tables()
+    own = op_roles().get(op, {})
+    positional = tuple(
+        p["name"] for p in params if p["kind"] in ("positional_only", "positional_or_keyword")
+    )
     arrays: list[tuple[str, bool]] = []
     found: list[Param] = []
     blocked: list[str] = []
@@ -225,12 +247,13 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
         if kind in ("var_positional", "var_keyword") or name in control:
             continue
         required = "default" not in p
-        role = role_names.get(name)
+        role = own.get(name, role_names.get(name))
+        is_array = role == "array" if name in own else name in array_names
         if required and name in sequence_names() and sequence is None:
             sequence = (name, kind == "keyword_only")
-        elif required and name in array_names:
+        elif required and is_array:
             arrays.append((name, kind == "keyword_only"))
-        elif role is not None:
+        elif role is not None and role != "array":
             while any(f.role == role for f in found) and role in successors():
                 role = successors()[role]
             if all(f.role != role for f in found):
@@ -250,17 +273,29 @@ def binding_of(params: list[dict[str, Any]] | None) -> Binding:
         if arrays:  # a list of arrays and single arrays: not a shape the plans cover
             blocked.extend(a[0] for a in arrays)
         return Binding(
-            arrays=(), params=tuple(found), blocked=tuple(blocked), known=True, sequence=sequence
+            arrays=(),
+            params=tuple(found),
+            blocked=tuple(blocked),
+            known=True,
+            sequence=sequence,
+            positional=positional,
         )
     if not arrays:  # mxnet.nd: every parameter defaults to None; the array ones are still inputs
         arrays = [
             (p["name"], p["kind"] == "keyword_only")
             for p in params
-            if p["name"] in array_names and p.get("default", "None") in (None, "None", "<overload>")
+            if (own.get(p["name"]) == "array" if p["name"] in own else p["name"] in array_names)
+            and p.get("default", "None") in (None, "None", "<overload>")
         ]
     if not arrays and not found and not blocked:  # only *args/**kwargs: parameters unknown
         return UNKNOWN
     if len(arrays) > 3:  # at most x1, x2, x3
         blocked.extend(a[0] for a in arrays[3:])
         arrays = arrays[:3]
-    return Binding(arrays=tuple(arrays), params=tuple(found), blocked=tuple(blocked), known=True)
+    return Binding(
+        arrays=tuple(arrays),
+        params=tuple(found),
+        blocked=tuple(blocked),
+        known=True,
+        positional=positional,
+    )
