@@ -273,3 +273,48 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
         }
         got = judge_case(case, freq, outs, ok("numpy", right.astype(np.float64)), known=[])
         assert {s.blame.library for s in got.signed} == blamed
+
+
+def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
+    """geomspace(1, -1) has no real terms (numpy fills NaN without checking): no case; and
+    the exponent frexp stores for inf is unspecified (C99 7.12.6.4): not judged, while a
+    wrong exponent of a finite number still is."""
+    groups = {g.id: g for g in model.load().groups}
+    geo = groups["geomspace"]
+    gapis = {m.library: m.api for m in geo.members}
+    case = Case(
+        group=geo.id,
+        dtype="float32",
+        value_class="boundary",
+        values={"start": 1, "stop": -1},
+        apis={lib: gapis[lib] for lib in ("numpy", "mindspore")},
+    )
+    outs = {
+        "numpy": ok("numpy", np.array([1.0, math.nan, -1.0])),
+        "mindspore": ok("mindspore", np.array([1.0, math.nan, math.nan], np.float32)),
+    }
+    assert judge_case(case, geo, outs, outs["numpy"], known=[]).signed == ()
+    frexp = groups["frexp"]
+    fapis = {m.library: m.api for m in frexp.members}
+
+    def blamed_for(x: float, paddle_exponent: float) -> set[str]:
+        xs = np.array([x, 2.0], np.float32)
+        mant, expo = np.frexp(xs)
+        case = Case(
+            group=frexp.id,
+            dtype="float32",
+            value_class="boundary",
+            values={"x": xs},
+            apis={lib: fapis[lib] for lib in ("numpy", "torch", "paddle")},
+        )
+        wrong = np.array([paddle_exponent, 2], expo.dtype)
+        outs = {
+            "numpy": ok("numpy", (mant, expo)),  # type: ignore[arg-type]
+            "torch": ok("torch", (mant, expo)),  # type: ignore[arg-type]
+            "paddle": ok("paddle", (mant, wrong)),  # type: ignore[arg-type]
+        }
+        ref = ok("numpy", (mant.astype(np.float64), expo))  # type: ignore[arg-type]
+        return {s.blame.library for s in judge_case(case, frexp, outs, ref, known=[]).signed}
+
+    assert blamed_for(math.inf, 1.0) == set()
+    assert "paddle" in blamed_for(3.0, 7.0)

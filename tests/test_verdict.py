@@ -564,16 +564,21 @@ def test_a_wider_result_answers_for_its_own_dtype() -> None:
 
 
 def test_integer_results_of_a_floating_operation_are_one_value_departure() -> None:
-    """paddle's deg2rad of a bool 0-d array returns bool False where the others return 0.0:
-    equal values, but the same departure as the case where True gives True for 0.01745, so
-    it is a value blame (one finding for both), not a dtype one."""
+    """paddle's deg2rad of bools returns bools: True for 0.01745 is a value blame (the dtype
+    departure shows as the wrong value, one finding), while a case whose results are all
+    numbers a bool holds (False for 0.0, torch's heaviside of bools) loses nothing and blames
+    nobody: that dtype is the library's policy."""
     outs = [
-        ok("torch", np.array(0.0, F32)),
-        ok("tensorflow", np.array(0.0, F32)),
-        ok("mindspore", np.array(0.0, F32)),
-        ok("paddle", np.array(False)),
+        ok("torch", np.array([0.0, 0.01745], F32)),
+        ok("tensorflow", np.array([0.0, 0.01745], F32)),
+        ok("mindspore", np.array([0.0, 0.01745], F32)),
+        ok("paddle", np.array([False, True])),
     ]
     assert blamed(outs) == {("value", "paddle", "majority")}
+    exact = [*(ok(o.library, np.array([0.0, 1.0], F32)) for o in outs[:3]), outs[3]]
+    assert blamed(exact) == set()
+    zeros = [*(ok(o.library, np.array(0.0, F32)) for o in outs[:3]), ok("paddle", np.array(False))]
+    assert blamed(zeros) == set()
     # a float result where the others keep integers is a promotion policy (mindspore.numpy's
     # fix of int32 as numpy 1 did): no vote calls it wrong, a split
     outs = [ok(lib, np.array(3, np.int32)) for lib in ("numpy", "torch", "paddle")]
@@ -629,3 +634,20 @@ def test_a_check_failure_among_refusals_is_a_refusal() -> None:
     ]
     assert not any(lib == "mxnet" for _, lib, _ in blamed([*returned, *refusing, mxnet]))
     assert ("status", "mxnet", "majority") in blamed([*returned, mxnet])
+
+
+def test_an_empty_result_of_another_kind_loses_nothing() -> None:
+    """cov of an empty complex64 matrix: numpy returns an empty float64 array, torch an
+    empty complex64 one. An empty result has no value its kind could lose: the reference's
+    kind blames nobody (the dtypes are a split), while a non-empty real result of complex
+    input still is."""
+    empty = [ok("numpy", np.zeros((0, 0))), ok("torch", np.zeros((0, 0), np.complex64))]
+    ref = ok("numpy", np.zeros((0, 0)))
+    assert {c for _, _, c in blamed(empty, ref, input_dtype="complex64")} <= {"split"}
+    full = [
+        ok("numpy", np.array([1 + 1j], np.complex64)),
+        ok("torch", np.array([1 + 1j], np.complex64)),
+        ok("mindspore", np.array([1.0], F32)),
+    ]
+    got = blamed(full, ok("numpy", np.array([1 + 1j])), input_dtype="complex64")
+    assert any(lib == "mindspore" for _, lib, _ in got)

@@ -83,7 +83,9 @@ NONFINITE_UNJUDGED = re.compile(
     r"corrcoef|\w*fft\w*|histogram\w*|cdist|pdist|cosine_similarity|"
     # interpolation between order statistics: numpy's lerp makes inf - inf a NaN where the
     # limit (the minimum for q = 0) is a number, and another algorithm answers it
-    r"(nan)?(quantile|percentile)"
+    r"(nan)?(quantile|percentile)|"
+    # C99 7.12.6.4: the exponent frexp stores for an infinite or NaN value is unspecified
+    r"frexp"
 )
 # Deep-learning families whose outputs are weighted sums over windows (a convolution, an
 # interpolation): a zero weight meets an infinite input as 0 * inf = NaN or is skipped,
@@ -237,6 +239,13 @@ PROBABILITY_TARGETS = frozenset({"kl_div"})
 def _outside_domain(case: Case, group: Group) -> bool:
     """A call outside the function's domain: a probability target holding a negative value
     (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`)."""
+    if group.op == "geomspace":
+        # a geometric sequence between a negative and a positive end has no real terms
+        # (numpy computes log(stop / start) and fills NaN without checking)
+        start, stop = case.values.get("start"), case.values.get("stop")
+        if isinstance(start, int | float) and isinstance(stop, int | float):
+            return start * stop < 0
+        return False
     if group.op in SAMPLE_COUNTS:
         n = case.values.get("n")
         return isinstance(n, int | np.integer) and int(n) <= 0
