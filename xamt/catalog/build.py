@@ -215,26 +215,20 @@ class Candidate:
                 if name not in roles:
                     break
                 ordered.append(roles.pop(name))
-            return Member(
-                library=self.library,
-                api=self.api,
-                args=tuple(ordered),
-                kwargs=roles,
-                optional=optional,
-                callable=self.callable,
-            )
-        args = [r for (_, kw_only), r in arrays if not kw_only]
-        kwargs = {name: r for (name, kw_only), r in arrays if kw_only}
-        if args and kwargs:  # keyword-only arrays after positional ones: all by keyword
-            kwargs = {name: r for (name, _), r in arrays}
-            args = []
-        for p in b.params:
-            if p.role not in given:
-                continue
-            if p.positional_only:
-                args.append(p.role)
-            else:
-                kwargs[p.name] = p.role
+            args, kwargs = ordered, roles
+        else:
+            args = [r for (_, kw_only), r in arrays if not kw_only]
+            kwargs = {name: r for (name, kw_only), r in arrays if kw_only}
+            if args and kwargs:  # keyword-only arrays after positional ones: all by keyword
+                kwargs = {name: r for (name, _), r in arrays}
+                args = []
+            for p in b.params:
+                if p.role not in given:
+                    continue
+                if p.positional_only:
+                    args.append(p.role)
+                else:
+                    kwargs[p.name] = p.role
         return Member(
             library=self.library,
             api=self.api,

@@ -748,25 +748,18 @@ def _outputs(
             and not blame.split
             and keeps_integers
             and changes_kind
-            and _holds_exactly(mine, [o.value for other, o in live.items() if other != lib])
         ):
-            # integers (or bools) where the others' values are all such numbers (heaviside of
-            # bools is 0 or 1): nothing is lost in this case, the dtype is the library's policy
             del blamed[(lib, family)]
-        elif (
-            family == "dtype"
-            and value is None
-            and not blame.split
-            and keeps_integers
-            and changes_kind
-        ):
-            # integers (or bools) out of a floating operation (paddle's deg2rad of bool returns
-            # bool): one wrong result, the same departure as the case whose values show it, so
-            # one finding for both
-            del blamed[(lib, family)]
-            blamed[(lib, "value")] = dataclasses.replace(
-                blame, kind="value", detail=f"{blame.detail} (integer results)"
-            )
+            others = [o.value for other, o in live.items() if other != lib]
+            if not _holds_exactly(mine, others):
+                # integers (or bools) out of a floating operation (paddle's deg2rad of bool
+                # returns bool): one wrong result, the same departure as the case whose values
+                # show it, so one finding for both. (Where the others' values are all such
+                # numbers, heaviside of bools being 0 or 1, nothing is lost: the dtype is the
+                # library's policy.)
+                blamed[(lib, "value")] = dataclasses.replace(
+                    blame, kind="value", detail=f"{blame.detail} (integer results)"
+                )
         elif family == "value" and keeps_integers and (lib, "dtype") not in blamed:
             floats = [
                 o.value
