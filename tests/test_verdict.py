@@ -651,3 +651,23 @@ def test_an_empty_result_of_another_kind_loses_nothing() -> None:
     ]
     got = blamed(full, ok("numpy", np.array([1 + 1j])), input_dtype="complex64")
     assert any(lib == "mindspore" for _, lib, _ in got)
+
+
+def test_results_of_several_arrays_of_another_kind() -> None:
+    """histogram's (counts, edges): numpy's int64 counts against float32 ones, one of the
+    pairs empty or not; judging the kinds must take tuples (a campaign met this)."""
+    edges = np.array([0.0, 0.5, 1.0], F32)
+    outs = [
+        ok("numpy", (np.array([1, 0]), edges)),  # type: ignore[arg-type]
+        ok("mindspore", (np.array([1.0, 0.0], F32), edges)),  # type: ignore[arg-type]
+    ]
+    ref = ok("numpy", (np.array([1, 0]), edges.astype(np.float64)))  # type: ignore[arg-type]
+    assert ("dtype", "mindspore", "reference") in blamed(outs, ref, input_dtype="float32")
+    none = np.zeros(0, F32)
+    outs = [
+        ok("numpy", (np.zeros(0, np.int64), none)),  # type: ignore[arg-type]
+        ok("mindspore", (none, none)),  # type: ignore[arg-type]
+    ]
+    ref = ok("numpy", (np.zeros(0, np.int64), np.zeros(0)))  # type: ignore[arg-type]
+    got = blamed(outs, ref, input_dtype="float32")
+    assert {c for _, _, c in got} <= {"split"}

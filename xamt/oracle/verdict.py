@@ -867,7 +867,7 @@ def _by_result_kind(
         return None
     if len(set(got.values())) < 2 or want not in got.values():
         return None
-    if any(np.size(_plain(live[lib].value)) == 0 for lib in returned):
+    if any(_empty(live[lib].value) for lib in returned):
         return None  # an empty result holds no value that its kind could lose
     names = {"c": "complex", "f": "real floating", "i": "integer", "b": "bool"}
     right = sorted(lib for lib, k in got.items() if k == want)
@@ -883,6 +883,15 @@ def _by_result_kind(
         for lib, k in sorted(got.items())
         if k != want
     ]
+
+
+def _empty(value: Any) -> bool:
+    """Whether a result (an array, a summary, or a tuple of them) has an empty leaf."""
+    if isinstance(value, tuple | list):
+        return any(_empty(v) for v in value)
+    if isinstance(value, Summary):
+        return int(np.prod(value.shape)) == 0
+    return isinstance(value, np.ndarray) and value.size == 0
 
 
 def _array(value: Any) -> Any:
