@@ -238,7 +238,8 @@ PROBABILITY_TARGETS = frozenset({"kl_div"})
 
 def _outside_domain(case: Case, group: Group) -> bool:
     """A call outside the function's domain: a probability target holding a negative value
-    (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`)."""
+    (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`), a
+    geometric sequence between ends of opposite signs."""
     if group.op == "geomspace":
         # a geometric sequence between a negative and a positive end has no real terms
         # (numpy computes log(stop / start) and fills NaN without checking)
