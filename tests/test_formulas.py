@@ -318,3 +318,33 @@ def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
 
     assert blamed_for(math.inf, 1.0) == set()
     assert "paddle" in blamed_for(3.0, 7.0)
+
+
+def test_rounding_to_decimals_in_a_16_bit_float_is_not_judged_by_its_last_digit() -> None:
+    """round(x, 1) of a float16 (or bfloat16) scales x by 10 in the input dtype first: one
+    library's 3.4 against another's 3.3 is that dtype's precision, no defect; in float32,
+    or with decimals=0, a wrong digit is still blamed."""
+    group = {g.id: g for g in model.load().groups}["round[decimals]"]
+    apis = {m.library: m.api for m in group.members}
+    libs = [lib for lib in ("numpy", "torch", "tensorflow", "paddle") if lib in apis]
+
+    def blamed_for(dtype: type, decimals: int) -> set[str]:
+        x = np.array([3.34375, 1.0], dtype)
+        case = Case(
+            group=group.id,
+            dtype=np.dtype(dtype).name,
+            value_class="ordinary",
+            values={"x": x, "decimals": decimals},
+            apis={lib: apis[lib] for lib in libs},
+        )
+        right = np.round(x.astype(np.float64), decimals).astype(dtype)
+        wrong = right.copy()
+        wrong[0] += dtype(0.1) if decimals else dtype(1)
+        outs = {lib: ok(lib, right) for lib in libs[:-1]}
+        outs[libs[-1]] = ok(libs[-1], wrong)
+        ref = ok("numpy", np.round(x.astype(np.float64), decimals))
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+
+    assert blamed_for(np.float16, 1) == set()
+    assert blamed_for(np.float32, 1) == {libs[-1]}
+    assert blamed_for(np.float16, 0) == {libs[-1]}

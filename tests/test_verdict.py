@@ -671,3 +671,21 @@ def test_results_of_several_arrays_of_another_kind() -> None:
     ref = ok("numpy", (np.zeros(0, np.int64), np.zeros(0)))  # type: ignore[arg-type]
     got = blamed(outs, ref, input_dtype="float32")
     assert {c for _, _, c in got} <= {"split"}
+
+
+def test_no_answer_is_compared_where_numpy_finds_none() -> None:
+    """max over an empty axis: numpy, torch and paddle raise; tensorflow returns -inf (the
+    identity), mindspore and mxnet uninitialised memory. With no answer to compare with,
+    their values are not judged against each other (no inf-mask blame of tensorflow)."""
+    no = "zero-size array to reduction operation maximum which has no identity"
+    outs = [
+        err("numpy", "ValueError", no),
+        err("torch", "IndexError", "amax(): Expected reduction dim -1 to have non-zero size."),
+        err("paddle", "ValueError", "Cannot perform reduction along an axis that has size 0"),
+        ok("tensorflow", np.array([-np.inf, -np.inf], F32)),
+        ok("mindspore", np.array([1.8e-28, 3.0e-41], F32)),
+        ok("mxnet", np.array([-3.0e-05, 4.5e-41], F32)),
+    ]
+    assert not any(lib == "tensorflow" for _, lib, _ in blamed(outs))
+    # a majority of refusals still blames the made-up numbers
+    assert any(lib == "mxnet" for _, lib, _ in blamed([*outs[:3], outs[5]]))
