@@ -348,3 +348,19 @@ def test_rounding_to_decimals_in_a_16_bit_float_is_not_judged_by_its_last_digit(
     assert blamed_for(np.float16, 1) == set()
     assert blamed_for(np.float32, 1) == {libs[-1]}
     assert blamed_for(np.float16, 0) == {libs[-1]}
+
+
+def test_max_pool_with_ceil_mode_counts_the_partial_window() -> None:
+    """ceil_mode: ceil((L - k) / s) + 1 windows; the last, partial one is the maximum of the
+    elements it holds (-inf stays -inf: a library padding with -FLT_MAX departs), and a
+    window holding no element (torch drops it, the "full" convention keeps it) is open."""
+    x = np.arange(5.0).reshape(1, 1, 5)
+    out, open_ = formulas.evaluate("max_pool_ceil", {"x": x, "kernel_size": 2, "stride": 2})
+    assert out.tolist() == [[[1.0, 3.0, 4.0]]] and not open_.any()
+    one = np.array([-math.inf]).reshape(1, 1, 1, 1)
+    out, _ = formulas.evaluate("max_pool_ceil", {"x": one, "kernel_size": 2, "stride": 2})
+    assert out.reshape(-1).tolist() == [-math.inf]
+    far = formulas.evaluate("max_pool_ceil", {"x": x[..., :4], "kernel_size": 2, "stride": 100})
+    assert far is not None and far[1].tolist() == [[[False, True]]]
+    plain, _ = formulas.evaluate("max_pool", {"x": x, "kernel_size": 2, "stride": 2})
+    assert plain.tolist() == [[[1.0, 3.0]]]  # (floor mode drops the partial window)

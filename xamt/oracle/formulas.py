@@ -313,6 +313,33 @@ def _max_pool(x: np.ndarray, kernel_size: int, stride: int, padding: int = 0) ->
     return out, _none(out)
 
 
+def _max_pool_ceil(x: np.ndarray, kernel_size: int, stride: int, padding: int = 0) -> Result:
+    """Max pooling with ceil_mode: ceil((L + 2p - k) / s) + 1 windows per axis, the last ones
+    running past the input; a window without an input element (torch drops one that starts
+    past the input, the "full" convention keeps it, filled with -inf or -FLT_MAX) is open."""
+    d = x.ndim - 2
+    if d < 1 or stride < 1 or kernel_size < 1 or padding < 0:
+        raise ValueError("no reference for these parameters")
+    spatial = x.shape[2:]
+    n_out = [-(-(n + 2 * padding - kernel_size) // stride) + 1 for n in spatial]
+    if min(n_out) < 1:
+        raise ValueError("no window")
+    extra = [
+        (m - 1) * stride + kernel_size - (n + 2 * padding)
+        for m, n in zip(n_out, spatial, strict=True)
+    ]
+    real = np.pad(
+        np.ones(spatial, bool), [(padding, padding + max(e, 0)) for e in extra]
+    )  # where the padded input holds an element
+    x = np.pad(x, ((0, 0), (0, 0), *((0, max(e, 0)) for e in extra)), constant_values=-np.inf)
+    w = _spatial_windows(x, kernel_size, stride, padding, -np.inf)
+    cut = (slice(None), slice(None), *(slice(0, m) for m in n_out))
+    out = w.max(axis=tuple(range(-d, 0)))[cut]
+    hits = _spatial_windows(real[None, None].astype(np.float64), kernel_size, stride, 0, 0.0)
+    empty = hits.max(axis=tuple(range(-d, 0)))[cut][0, 0] == 0
+    return out, np.broadcast_to(empty, out.shape).copy()
+
+
 def _avg_pool(x: np.ndarray, kernel_size: int, stride: int, padding: int = 0) -> Result:
     # (padding counts in the divisor: count_include_pad, every library's default)
     w = _spatial_windows(x, kernel_size, stride, padding, 0.0)
@@ -340,6 +367,13 @@ _FORMULAS += (
         (
             f"max_pool{d}d",
             Formula("max_pool", _max_pool, {"kernel_size": 2, "stride": 2, "padding": 0}),
+        )
+        for d in (1, 2, 3)
+    ),
+    *(
+        (
+            f"max_pool{d}d",
+            Formula("max_pool_ceil", _max_pool_ceil, {"kernel_size": 2, "stride": 2, "padding": 0}),
         )
         for d in (1, 2, 3)
     ),
