@@ -4,6 +4,7 @@ values whose answers are known, with the positions they leave open."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -125,17 +126,29 @@ def test_every_formula_takes_every_boundary_value(name: str) -> None:
         assert empty is None or empty[0].dtype == np.float64
 
 
-def case_of(group: Group, x: np.ndarray, libs: tuple[str, ...]) -> Case:
-    """A case of a one-input group on ``x``, called on one member of each of ``libs``."""
+def case_with(
+    group: Group,
+    values: dict[str, Any],
+    libs: tuple[str, ...],
+    *,
+    dtype: str = "float32",
+    value_class: str = "boundary",
+) -> Case:
+    """A case of ``group`` on ``values``, called on one member of each of ``libs``."""
     apis = {m.library: m.api for m in group.members}
     return Case(
         group=group.id,
-        dtype=x.dtype.name,
-        value_class="boundary",
-        values={"x": x},
+        dtype=dtype,
+        value_class=value_class,
+        values=values,
         apis={lib: apis[lib] for lib in libs},
         seed=0,
     )
+
+
+def case_of(group: Group, x: np.ndarray, libs: tuple[str, ...]) -> Case:
+    """A case of a one-input group on ``x``, called on one member of each of ``libs``."""
+    return case_with(group, {"x": x}, libs, dtype=x.dtype.name)
 
 
 def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> None:
@@ -178,16 +191,15 @@ def test_interpolated_order_statistics_of_infinities_are_not_judged() -> None:
     where the minimum is -inf (mxnet's answer): the float64 reference cannot decide between
     them. The same groups still judge finite input."""
     group = {g.id: g for g in model.load().groups}["quantile[axis]"]
-    apis = {m.library: m.api for m in group.members}
     x = np.array([[math.inf, -math.inf, 0.16]], np.float32)
 
     def judged(x: np.ndarray, mxnet: float, numpy: float) -> set[str]:
-        case = Case(
-            group=group.id,
+        case = case_with(
+            group,
+            {"x": x, "q": 0.0, "axis": -1},
+            ("numpy", "torch", "mxnet"),
             dtype="float32",
             value_class="non-finite",
-            values={"x": x, "q": 0.0, "axis": -1},
-            apis={lib: apis[lib] for lib in ("numpy", "torch", "mxnet")},
         )
         outs = {
             "numpy": ok("numpy", np.array([numpy], np.float32)),
@@ -207,16 +219,15 @@ def test_a_negative_probability_target_is_no_case() -> None:
     NaN from log(target) and paddle's finite answer are both artefacts, nobody is blamed;
     with a proper target a wrong answer still is."""
     group = {g.id: g for g in model.load().groups}["kl_div"]
-    apis = {m.library: m.api for m in group.members}
     x1 = np.array([-0.5, -1.2], np.float32)
 
     def judged(target: np.ndarray, paddle: float) -> set[str]:
-        case = Case(
-            group=group.id,
+        case = case_with(
+            group,
+            {"x1": x1, "x2": target},
+            ("torch", "paddle", "mindspore"),
             dtype="float32",
             value_class="ordinary",
-            values={"x1": x1, "x2": target},
-            apis={lib: apis[lib] for lib in ("torch", "paddle", "mindspore")},
         )
         outs = {
             "torch": ok("torch", np.array(math.nan, np.float32)),
@@ -236,15 +247,8 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
     wrong number still does."""
     groups = {g.id: g for g in model.load().groups}
     cumsum = groups["cumsum"]
-    apis = {m.library: m.api for m in cumsum.members}
     x = np.array([-0.0, 1.0], np.float32)
-    case = Case(
-        group="cumsum",
-        dtype="float32",
-        value_class="boundary",
-        values={"x": x},
-        apis={lib: apis[lib] for lib in ("numpy", "paddle", "mxnet")},
-    )
+    case = case_with(cumsum, {"x": x}, ("numpy", "paddle", "mxnet"))
     numpy_says = np.array([-0.0, 1.0], np.float32)
     for paddle_says, blamed in (([0.0, 1.0], set()), ([0.0, 2.0], {"paddle"})):
         outs = {
@@ -256,15 +260,8 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
         got = judge_case(case, cumsum, outs, ref, known=[])
         assert {s.blame.library for s in got.signed} == blamed
     freq = groups["rfftfreq"]
-    fapis = {m.library: m.api for m in freq.members}
     for n, blamed in ((-1, set()), (4, {"torch"})):
-        case = Case(
-            group="rfftfreq",
-            dtype="float32",
-            value_class="boundary",
-            values={"n": n},
-            apis={lib: fapis[lib] for lib in ("numpy", "torch", "paddle")},
-        )
+        case = case_with(freq, {"n": n}, ("numpy", "torch", "paddle"))
         right = np.fft.rfftfreq(n).astype(np.float32) if n > 0 else np.zeros(0, np.float32)
         outs = {
             "numpy": ok("numpy", right),
@@ -281,13 +278,12 @@ def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
     wrong exponent of a finite number still is."""
     groups = {g.id: g for g in model.load().groups}
     geo = groups["geomspace"]
-    gapis = {m.library: m.api for m in geo.members}
-    case = Case(
-        group=geo.id,
+    case = case_with(
+        geo,
+        {"start": 1, "stop": -1},
+        ("numpy", "mindspore"),
         dtype="float32",
         value_class="boundary",
-        values={"start": 1, "stop": -1},
-        apis={lib: gapis[lib] for lib in ("numpy", "mindspore")},
     )
     outs = {
         "numpy": ok("numpy", np.array([1.0, math.nan, -1.0])),
@@ -295,18 +291,11 @@ def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
     }
     assert judge_case(case, geo, outs, outs["numpy"], known=[]).signed == ()
     frexp = groups["frexp"]
-    fapis = {m.library: m.api for m in frexp.members}
 
     def blamed_for(x: float, paddle_exponent: float) -> set[str]:
         xs = np.array([x, 2.0], np.float32)
         mant, expo = np.frexp(xs)
-        case = Case(
-            group=frexp.id,
-            dtype="float32",
-            value_class="boundary",
-            values={"x": xs},
-            apis={lib: fapis[lib] for lib in ("numpy", "torch", "paddle")},
-        )
+        case = case_with(frexp, {"x": xs}, ("numpy", "torch", "paddle"))
         wrong = np.array([paddle_exponent, 2], expo.dtype)
         outs = {
             "numpy": ok("numpy", (mant, expo)),  # type: ignore[arg-type]
@@ -330,12 +319,12 @@ def test_rounding_to_decimals_in_a_16_bit_float_is_not_judged_by_its_last_digit(
 
     def blamed_for(dtype: type, decimals: int) -> set[str]:
         x = np.array([3.34375, 1.0], dtype)
-        case = Case(
-            group=group.id,
+        case = case_with(
+            group,
+            {"x": x, "decimals": decimals},
+            libs,
             dtype=np.dtype(dtype).name,
             value_class="ordinary",
-            values={"x": x, "decimals": decimals},
-            apis={lib: apis[lib] for lib in libs},
         )
         right = np.round(x.astype(np.float64), decimals).astype(dtype)
         wrong = right.copy()
