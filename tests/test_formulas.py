@@ -353,3 +353,14 @@ def test_max_pool_with_ceil_mode_counts_the_partial_window() -> None:
     assert far is not None and far[1].tolist() == [[[False, True]]]
     plain, _ = formulas.evaluate("max_pool", {"x": x, "kernel_size": 2, "stride": 2})
     assert plain.tolist() == [[[1.0, 3.0]]]  # (floor mode drops the partial window)
+
+
+def test_a_reference_too_large_to_compute_steps_back() -> None:
+    """A 3-d convolution of a (1, 4, 104, 104, 104) input with a 10^3 kernel would
+    materialize tens of gigabytes of windows (a 15-minute campaign died of it): the formula
+    gives no reference there instead of raising MemoryError in the orchestrator."""
+    x = np.zeros((1, 4, 104, 104, 104), np.float32)
+    kernel = np.zeros((4, 4, 10, 10, 10), np.float32)
+    assert formulas.evaluate("conv", {"x": x, "kernel": kernel}) is None
+    small = formulas.evaluate("conv", {"x": x[:, :, :12, :12, :12], "kernel": kernel})
+    assert small is not None and small[0].shape == (1, 4, 3, 3, 3)

@@ -285,6 +285,12 @@ _FORMULAS: tuple[tuple[str, Formula], ...] = (
 # --- the deep-learning core: pooling and convolution over channels-first arrays -------------
 
 
+# The most window cells (batch x channels x outputs x window) a formula materializes: a 3-d
+# convolution with a kernel of 10 over a padded input reaches tens of gigabytes, for which the
+# reference steps back (the libraries are still compared with each other).
+MAX_WINDOW_CELLS = 1 << 24
+
+
 def _spatial_windows(
     x: np.ndarray,
     window: int | tuple[int, ...],
@@ -301,6 +307,11 @@ def _spatial_windows(
     if pad:
         x = np.pad(x, ((0, 0), (0, 0), *((pad, pad),) * d), constant_values=fill)
     span = tuple((k - 1) * dilation + 1 for k in sizes)
+    cells = math.prod(x.shape[:2]) * math.prod(
+        max(0, (n - s) // stride + 1) * k for n, s, k in zip(x.shape[2:], span, sizes, strict=True)
+    )
+    if cells > MAX_WINDOW_CELLS:
+        raise ValueError("too many window cells for a reference")
     w = np.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + d)))
     w = w[(slice(None), slice(None), *(slice(None, None, stride),) * d)]
     taps: tuple[Any, ...] = (Ellipsis, *(slice(None, None, dilation),) * d)
@@ -429,6 +440,13 @@ def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
             return None
     try:
         out, open_ = formula.fn(x.astype(np.float64), **arrays, **params)
-    except (ValueError, TypeError, IndexError, ArithmeticError, np.exceptions.AxisError):
+    except (
+        ValueError,
+        TypeError,
+        IndexError,
+        ArithmeticError,
+        MemoryError,
+        np.exceptions.AxisError,
+    ):
         return None  # (an input the definition cannot take: no reference, not a failure)
     return np.asarray(out, np.float64), np.asarray(open_, bool)
