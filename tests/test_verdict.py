@@ -689,3 +689,20 @@ def test_no_answer_is_compared_where_numpy_finds_none() -> None:
     assert not any(lib == "tensorflow" for _, lib, _ in blamed(outs))
     # a majority of refusals still blames the made-up numbers
     assert any(lib == "mxnet" for _, lib, _ in blamed([*outs[:3], outs[5]]))
+
+
+def test_a_nan_parameter_decides_no_nan_or_inf_mask() -> None:
+    """clip(x, min=NaN, max=-0.0): numpy and torch return NaN everywhere, tensorflow and mxnet
+    clip to max only (-inf stays -inf): where the NaN bound is read decides both masks."""
+    x = np.array([-np.inf, 1.5, np.nan], F32)
+    nan_all = np.full(3, np.nan, F32)
+    max_only = np.array([-np.inf, -0.0, np.nan], F32)
+    outs = [
+        ok("numpy", nan_all),
+        ok("torch", nan_all),
+        ok("mindspore", nan_all),
+        ok("tensorflow", max_only),
+        ok("mxnet", max_only),
+    ]
+    assert blamed(outs, inputs=[x], nan_parameter=True) == set()
+    assert any(lib == "tensorflow" for _, lib, _ in blamed(outs, inputs=[x]))

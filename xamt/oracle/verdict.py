@@ -461,8 +461,9 @@ def judge(
         if nan_parameter:
             # which outputs a NaN parameter reaches depends on where each definition reads it
             # (leaky_relu's `x if x >= 0` never reads the slope; celu's min(0, NaN) is 0 as
-            # fmin): no NaN mask is wrong on that account
-            parts = [p for p in parts if p.kind != "nan"]
+            # fmin): no NaN mask is wrong on that account, nor an inf mask (clip(-inf,
+            # min=NaN) is NaN where the NaN is read, -inf where it is not)
+            parts = [p for p in parts if p.kind not in ("nan", "inf")]
         kinds = _by_result_kind(returned, live, reference if has_ref else None, input_dtype)
         if kinds is not None:
             # a result of another kind than the float64 reference's (real for complex input,
