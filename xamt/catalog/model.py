@@ -14,8 +14,10 @@ import json
 import math
 import tomllib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from xamt.errors import XamtError
@@ -75,11 +77,12 @@ class OpShapes:
     values: dict[int, tuple[str, ...]]
 
 
-def op_shape_kinds(path: Path | None = None) -> dict[str, OpShapes]:
-    """The operation-specific shape kinds, by name (read once per process for the shipped
-    file); a malformed kind names the file and the kind."""
+def op_shape_kinds(path: Path | None = None) -> Mapping[str, OpShapes]:
+    """The operation-specific shape kinds, by name (the shipped file is read once per process
+    and shared read-only: draw_case asks for every case); a malformed kind names the file and
+    the kind."""
     if path is None:
-        return dict(_OP_SHAPES)
+        return _OP_SHAPES_VIEW
     return _read_op_shapes(path)
 
 
@@ -171,6 +174,7 @@ class UnknownGroup(CatalogError):
 
 
 _OP_SHAPES = _read_op_shapes(OP_SHAPES_PATH)
+_OP_SHAPES_VIEW: Mapping[str, OpShapes] = MappingProxyType(_OP_SHAPES)
 OP_KINDS = tuple(_OP_SHAPES)
 SHAPE_KINDS = (*BASE_KINDS, *DL_KINDS, *OP_KINDS)
 
