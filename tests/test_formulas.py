@@ -364,3 +364,30 @@ def test_a_reference_too_large_to_compute_steps_back() -> None:
     assert formulas.evaluate("conv", {"x": x, "kernel": kernel}) is None
     small = formulas.evaluate("conv", {"x": x[:, :, :12, :12, :12], "kernel": kernel})
     assert small is not None and small[0].shape == (1, 4, 3, 3, 3)
+
+
+def test_the_order_inside_partitions_and_convolutions_of_infinities_are_not_judged() -> None:
+    """numpy.partition leaves the order inside each partition undefined: mxnet's
+    [0.5, 0.5, -1, -0.57, 2] for kth=-1 is as right as numpy's; a wrong shape is still
+    blamed. A convolution of infinite input spreads NaN by its algorithm (direct or FFT)."""
+    groups = {g.id: g for g in model.load().groups}
+    part = groups["partition@bool"]
+    x = np.array([0.5, 0.5, 2.0, -0.574, -1.0], np.float32)
+    case = case_with(part, {"x": x, "kth": -1}, ("numpy", "mxnet"), value_class="ordinary")
+    numpy_says = np.partition(x, -1)
+    for mxnet_says, blamed in (
+        (np.array([0.5, 0.5, -1.0, -0.574, 2.0], np.float32), set()),
+        (np.zeros(4, np.float32), {"mxnet"}),
+    ):
+        outs = {"numpy": ok("numpy", numpy_says), "mxnet": ok("mxnet", mxnet_says)}
+        ref = ok("numpy", numpy_says.astype(np.float64))
+        got = judge_case(case, part, outs, ref, known=[])
+        assert {s.blame.library for s in got.signed} == blamed
+    conv = groups["convolve@vector"]
+    a = np.array([0.1, -math.inf, 1.0], np.float32)
+    case = case_with(conv, {"x1": a, "x2": a}, ("numpy", "jax"), value_class="non-finite")
+    with np.errstate(invalid="ignore"):
+        direct = np.convolve(a, a)
+    outs = {"numpy": ok("numpy", direct), "jax": ok("jax", np.full(5, math.nan, np.float32))}
+    got = judge_case(case, conv, outs, ok("numpy", direct.astype(np.float64)), known=[])
+    assert got.signed == ()
