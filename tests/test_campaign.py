@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from xamt import replay
 from xamt.catalog import model
 from xamt.catalog.model import Group
 from xamt.errors import UsageError
@@ -35,6 +36,7 @@ from xamt.fuzz.campaign import (
     select_groups,
     shard_of,
 )
+from xamt.fuzz.run import unjudged_lines
 from xamt.replay import Replayed, judge_case
 from xamt.serialize import case_to_jsonable
 from xamt.store import Store
@@ -234,6 +236,36 @@ def test_a_batch_books_signatures_candidates_support_and_the_store(tmp_path: Pat
     camp._save()
     stored = camp.store.campaign_state(camp.campaign_id)
     assert stored["seen"] == {sig: 4} and stored["suspected"] == [sig]
+
+
+def test_a_case_the_judge_fails_on_is_kept_unjudged_and_said_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    nan = sinc_case([float("nan")])
+    real_judge = replay.judge
+    calls = iter([True, False, True])  # the judge fails on the second case only
+
+    def failing_once(*args: Any, **kwargs: Any) -> Any:
+        if not next(calls):
+            raise ZeroDivisionError("a defect of the judge")
+        return real_judge(*args, **kwargs)
+
+    monkeypatch.setattr(replay, "judge", failing_once)
+    process(camp, [nan, nan, nan], [returned(JAX_SAYS_ONE)] * 3)
+    assert camp.state.seq == 3  # every case booked, the failed one too
+    assert sum(camp.state.seen.values()) == 2  # the two judged cases' blames only
+    ((count, error),) = camp.state.unjudged.values()
+    assert count == 1 and error.startswith("ZeroDivisionError: a defect of the judge (at ")
+    camp._save()
+    again = make_campaign(tmp_path)
+    assert again.open(resume=True)
+    assert again.state.unjudged == {"sinc": [1, error]}  # kept across a resume
+    (first, *rest) = unjudged_lines(again.state.unjudged)
+    assert "1 cases of 1 groups could not be judged" in first
+    assert rest == [f"  sinc: 1 cases, {error}"]
+    assert unjudged_lines({}) == []
 
 
 def test_a_resume_runs_again_the_batches_committed_after_the_saved_state(

@@ -19,8 +19,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -129,6 +131,9 @@ class Replayed:
     judgement: Judgement
     tags: tuple[str, ...]
     signed: tuple[Signed, ...]
+    # the judge's own error, where it failed on this case (a defect in xamt): the case is
+    # kept unjudged, and the run goes on
+    failed: str = ""
 
     def signatures(self) -> set[str]:
         return {s.signature for s in self.signed}
@@ -262,6 +267,33 @@ def _outside_domain(case: Case, group: Group) -> bool:
 
 
 def judge_case(
+    case: Case,
+    group: Group,
+    outcomes: Mapping[str, Outcome],
+    reference: Outcome | None,
+    trigger: str | None = None,
+    known: Sequence[KnownDifference] | None = None,
+) -> Replayed:
+    """Judge one case (see :func:`_judge_case`). Where the judge itself fails on it (a defect
+    in xamt, not in a library), the case comes back unjudged with the error in ``failed``, so
+    that one case never stops a campaign, a reproduction or a triage."""
+    try:
+        return _judge_case(case, group, outcomes, reference, trigger, known)
+    except Exception as exc:  # noqa: BLE001 - any defect of the judge; said, never lost
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}:{frame.lineno}"
+        return Replayed(
+            case=case,
+            outcomes=dict(outcomes),
+            reference=reference,
+            judgement=Judgement(blames=(), support={}),
+            tags=(),
+            signed=(),
+            failed=f"{type(exc).__name__}: {str(exc)[:300]} (at {where})",
+        )
+
+
+def _judge_case(
     case: Case,
     group: Group,
     outcomes: Mapping[str, Outcome],

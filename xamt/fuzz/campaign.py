@@ -232,6 +232,8 @@ class _State:
     # role -> times a worker hung or hit the memory cap with that role at a huge size
     huge: Counter[str] = field(default_factory=Counter)
     phases: Phases = field(default_factory=Phases)  # the orchestrator's own time
+    # group -> [cases the judge failed on, its first error]: a defect in xamt, said at the end
+    unjudged: dict[str, list[Any]] = field(default_factory=dict)
     libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
 
 
@@ -350,6 +352,7 @@ class Campaign:
                 lightened=int(state.get("lightened", 0)),
                 huge=Counter(state.get("huge", {})),
                 phases=Phases.from_dict(state.get("phases", {})),
+                unjudged={g: list(v) for g, v in state.get("unjudged", {}).items()},
                 libraries=libraries_from_dict(state.get("libraries", {})),
             )
             self._resumed = [
@@ -681,6 +684,9 @@ class Campaign:
         for i, (pick, case, run) in enumerate(zip(picks, cases, replayed, strict=True)):
             seq = self.state.seq
             group = self.groups[case.group]
+            if run.failed:
+                entry = self.state.unjudged.setdefault(case.group, [0, run.failed])
+                entry[0] += 1
             score = divergence(run.outcomes)
             novel = False
             reward_new = 0.0  # new suspected root causes this case showed first, by severity
@@ -776,6 +782,7 @@ class Campaign:
             "lightened": self.state.lightened,
             "huge": dict(self.state.huge),
             "phases": self.state.phases.as_dict(),
+            "unjudged": self.state.unjudged,
             "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
             "pending": [b.jsonable() for b in self._pending],
         }

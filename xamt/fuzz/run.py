@@ -12,6 +12,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xamt import envs
 from xamt.catalog import model as catalog_model
@@ -146,6 +147,22 @@ def time_lines(result: FuzzResult) -> list[str]:
     return lines
 
 
+def unjudged_lines(unjudged: dict[str, list[Any]], most: int = 5) -> list[str]:
+    """What to say of the cases the judge failed on (group -> [count, first error])."""
+    if not unjudged:
+        return []
+    total = sum(n for n, _ in unjudged.values())
+    lines = [
+        f"{total} cases of {len(unjudged)} groups could not be judged (a defect in xamt, "
+        "not in a library; please report it); the rest of the run is unaffected:"
+    ]
+    ranked = sorted(unjudged.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    lines += [f"  {group}: {n} cases, {error}" for group, (n, error) in ranked[:most]]
+    if len(ranked) > most:
+        lines.append(f"  ... and {len(ranked) - most} more groups")
+    return lines
+
+
 def run_fuzz(
     config: FuzzConfig,
     *,
@@ -234,6 +251,9 @@ def run_fuzz(
             with phases.timed("fuzz"):
                 progress = campaign.run(report)
             libraries = campaign.library_times()
+            unjudged = campaign.state.unjudged
+            for line in unjudged_lines(unjudged):
+                on_warning(line)
             # the standby workers never ran a call: the first reproduction run's fresh pool,
             # then triage's (no start-up to wait for)
             fresh = pool.detach_standby()
@@ -304,6 +324,7 @@ def run_fuzz(
             "cases": progress.cases,
             "seconds": round(progress.seconds, 1),
             "wall_seconds": round(time.monotonic() - started, 1),
+            "unjudged": {g: n for g, (n, _) in unjudged.items()},
             "time": {
                 "phases": phases.as_dict(),
                 "libraries": {lib: t.as_dict() for lib, t in libraries.items()},
