@@ -120,10 +120,57 @@ def test_every_formula_takes_every_boundary_value(name: str) -> None:
     values += [float(info.min), float(info.tiny), 1.0, -1.0, -3.0, 2**31, -(2**63)]
     for dtype in (np.float32, np.float64, np.int64):
         x = np.array(values).astype(dtype) if dtype != np.int64 else np.array([0, -1, 2**62])
-        out = formulas.evaluate(name, {"x": x})
+        formula = formulas.BY_NAME[name]
+        roles = (formula.primary, *formula.arrays)
+        out = formulas.evaluate(name, dict.fromkeys(roles, x))
         assert out is None or (out[0].dtype == np.float64 and out[1].dtype == bool)
-        empty = formulas.evaluate(name, {"x": np.zeros((0, 2), dtype)})
+        empty = formulas.evaluate(name, dict.fromkeys(roles, np.zeros((0, 2), dtype)))
         assert empty is None or empty[0].dtype == np.float64
+
+
+def test_special_functions_numpy_lacks_have_scipy_as_reference_off_poles_and_edges() -> None:
+    x = np.array([1.5, -2.0, 0.0, -0.0, math.inf, math.nan, -3.0 + 1e-3, 4.0])
+    ref, open_ = formulas.evaluate("digamma", {"x": x})  # type: ignore[misc]
+    # psi(3/2) = 2 - gamma - 2 ln 2 (DLMF 5.4.15); psi(4) = 1 + 1/2 + 1/3 - gamma
+    euler = 0.5772156649015329
+    assert ref[0] == pytest.approx(2 - euler - 2 * math.log(2), rel=1e-14)
+    assert ref[7] == pytest.approx(1 + 1 / 2 + 1 / 3 - euler, rel=1e-14)
+    assert math.isnan(ref[5]) and not open_[5]  # NaN in, NaN out: judged
+    # poles (0, -0, -2), infinity and the ill-conditioned neighbourhood of -3 are open
+    assert open_.tolist() == [False, True, True, True, True, False, True, False]
+    a = np.array([0.0, 1.0, 1.0, 2.0])
+    x2 = np.array([1.0, 2.0, -1.0, 0.0])
+    ref, open_ = formulas.evaluate("gammainc", {"x1": a, "x2": x2})  # type: ignore[misc]
+    assert ref[1] == pytest.approx(1 - math.exp(-2.0), rel=1e-14)  # P(1, x) = 1 - e^-x
+    assert math.isnan(ref[2]) and ref[3] == 0.0  # outside the domain, and P(a, 0) = 0
+    assert open_.tolist() == [True, False, False, False]  # a = 0 is a limit
+    # polygamma's order is an integer: never perturbed, and a negative one is open
+    ref, open_ = formulas.evaluate(  # type: ignore[misc]
+        "polygamma", {"x1": np.array([1.0, -1.0]), "x2": np.array([1.0, 1.0])}
+    )
+    assert ref[0] == pytest.approx(math.pi**2 / 6, rel=1e-14) and open_.tolist() == [False, True]
+    assert formulas.evaluate("gammainc", {"x": a, "x2": x2}) is None  # its first role is x1
+
+
+def test_a_special_function_reference_outvotes_two_libraries_sharing_one_mistake() -> None:
+    """digamma has no numpy member: tensorflow and mindspore (one Eigen kernel) outvoted
+    torch. scipy's value decides now; a pole decides nothing."""
+    (group,) = [g for g in model.load().groups if g.id == "digamma"]
+    assert group.reference == "digamma"
+    libs = ("torch", "tensorflow", "mindspore")
+    x = np.array([1.5, -2.0], np.float32)
+    right = np.array([0.03649, math.nan], np.float32)
+    wrong = np.array([math.nan, math.inf], np.float32)
+    outs = {
+        "torch": ok("torch", right),
+        "tensorflow": ok("tensorflow", wrong),
+        "mindspore": ok("mindspore", wrong),
+    }
+    got = judge_case(case_of(group, x, libs), group, outs, None)
+    assert {(b.library, b.kind, b.confidence) for b in got.judgement.blames} == {
+        ("tensorflow", "nan", "reference"),
+        ("mindspore", "nan", "reference"),
+    }
 
 
 def case_with(
@@ -391,3 +438,29 @@ def test_the_order_inside_partitions_and_convolutions_of_infinities_are_not_judg
     outs = {"numpy": ok("numpy", direct), "jax": ok("jax", np.full(5, math.nan, np.float32))}
     got = judge_case(case, conv, outs, ok("numpy", direct.astype(np.float64)), known=[])
     assert got.signed == ()
+
+
+def test_complex_infinities_outside_the_standards_tables_are_not_judged_by_value() -> None:
+    """exp2 of complex inf: numpy and torch say inf+nanj-free, tensorflow and mindspore NaN.
+    C99 Annex G fixes no exp2, and complex multiplication by an infinity is naive in numpy
+    and std::complex: no answer is a bug. exp's table (the standard's) still blames, and a
+    finite complex input is still judged."""
+    groups = {g.id: g for g in model.load().groups}
+    libs = ("numpy", "torch", "tensorflow", "mindspore")
+
+    def blamed(op: str, z: complex) -> set[str]:
+        group = groups[op]
+        x = np.array([z, 1 + 1j], np.complex64)
+        case = case_with(group, {"x": x}, libs, dtype="complex64", value_class="non-finite")
+        with np.errstate(all="ignore"):
+            right = getattr(np, op)(x)
+        wrong = right.copy()
+        wrong[0] = complex(math.nan, math.nan)
+        outs = {lib: ok(lib, right if lib in libs[:2] else wrong) for lib in libs}
+        ref = ok("numpy", right.astype(np.complex128))
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+
+    by_standard = blamed("exp", complex(math.inf, 0.0))
+    assert "mindspore" in by_standard
+    assert blamed("exp2", complex(math.inf, 0.0)) == set()
+    assert blamed("exp2", complex(0.5, 0.25)) >= by_standard

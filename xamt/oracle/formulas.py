@@ -37,6 +37,7 @@ class Formula:
     fn: Callable[..., Result]
     params: Mapping[str, Any]
     arrays: tuple[str, ...] = ()  # array roles it reads besides x (a convolution's kernel)
+    primary: str = "x"  # the array role passed first (igamma's ``a`` is ``x1``)
 
 
 def _none(x: np.ndarray) -> np.ndarray:
@@ -404,24 +405,185 @@ _FORMULAS += (
     ),
 )
 
+# -- special functions numpy lacks: scipy.special in float64 -----------------------------------
+#
+# digamma, igamma, erfinv, ndtri... have no numpy member, and their groups were decided by
+# vote: two libraries sharing one implementation (tensorflow and mindspore run the same Eigen
+# code) outvoted a third that was right. scipy.special (Cephes and Boost in float64, a few
+# ulps) is the reference there, on the inputs where its value is the definition's:
+#
+# - NaN in gives NaN out (the array API standard's rule for every elementwise function);
+# - a non-finite input, a pole or the edge of the domain (digamma(-2), igamma(0, x)) is open:
+#   there the value is a limit or a convention (scipy's digamma(-0.0) is +inf, torch's NaN),
+#   and no definition decides between them;
+# - an ill-conditioned position is open: where ``|x f'(x) / f(x)|`` (numerically) exceeds
+#   CONDITION_LIMIT, a library's answer depends on how it evaluates (digamma's reflection
+#   formula near a pole loses digits through tan(pi x)) more than on whether it is right.
+CONDITION_LIMIT = 64.0
+
+
+def _scipy(name: str) -> Callable[..., np.ndarray]:
+    import scipy.special  # (only where such a group is judged: a fifth of a second to import)
+
+    fn: Callable[..., np.ndarray] = getattr(scipy.special, name)
+    return fn
+
+
+def _ill_conditioned(
+    f: Callable[..., np.ndarray], args: list[np.ndarray], discrete: tuple[int, ...] = ()
+) -> np.ndarray:
+    """Finite positions where evaluation errors of a few ulps in an argument move ``f``
+    beyond what the tolerance allows: ``|a df/da|`` (numerically, a relative step of 1e-7)
+    above CONDITION_LIMIT times ``|f| + 0.1`` (the float32 tolerance is 1e-4 * (|f| + 0.1)),
+    or a neighbour that is not finite. An exact zero argument is not perturbed (nothing
+    rounds it), nor a ``discrete`` one (polygamma's order n)."""
+    value = f(*args)
+    bad = np.zeros(np.shape(value), bool)
+    for i, a in enumerate(args):
+        if i in discrete:
+            continue
+        h = np.abs(a) * 1e-7
+        up = f(*[a + h if j == i else b for j, b in enumerate(args)])
+        down = f(*[a - h if j == i else b for j, b in enumerate(args)])
+        sensitivity = np.abs(up - down) / 2e-7
+        moved = (
+            ~np.isfinite(up)
+            | ~np.isfinite(down)
+            | (sensitivity > CONDITION_LIMIT * (np.abs(value) + 0.1))
+        )
+        bad |= moved & (a != 0)
+    return bad & np.isfinite(value)
+
+
+def _special(
+    name: str, edges: Callable[..., np.ndarray], discrete: tuple[int, ...] = ()
+) -> Callable[..., Result]:
+    """A scipy.special function of the case's array roles, in the order scipy takes them;
+    ``edges(*args)`` marks poles and domain edges, ``discrete`` the integer arguments."""
+
+    def run(x: np.ndarray, *rest: np.ndarray, **arrays: Any) -> Result:
+        args = [np.asarray(a, np.float64) for a in (x, *rest, *arrays.values())]
+        args = list(np.broadcast_arrays(*args))
+        f = _scipy(name)
+        with np.errstate(all="ignore"):
+            out = np.asarray(f(*args), np.float64)
+            nan = np.zeros(out.shape, bool)
+            finite = np.ones(out.shape, bool)
+            for a in args:
+                nan |= np.isnan(a)
+                finite &= np.isfinite(a)
+            open_ = ~finite | edges(*args) | _ill_conditioned(f, args, discrete)
+        return np.where(nan, np.nan, out), open_ & ~nan
+
+    return run
+
+
+def _non_positive_integer(x: np.ndarray) -> np.ndarray:
+    return (x <= 0) & (x == np.round(x))
+
+
+def _polygamma_edges(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """polygamma(n, x): n a non-negative integer, poles at x = 0, -1, -2..."""
+    return (n < 0) | (n != np.round(n)) | _non_positive_integer(x)
+
+
+def _gammainc_edges(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """P(a, x) and Q(a, x) are defined for a > 0, x >= 0; a = 0 is a limit (P = 1)."""
+    return a <= 0
+
+
+def _zeta_edges(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hurwitz zeta(x, q): the series converges for x > 1; x = 1 is a pole, and x < 1 needs
+    the analytic continuation that scipy (and the libraries) define differently; q <= 0 hits
+    the terms' poles."""
+    return (x <= 1) | (q <= 0)
+
+
+def _no_edges(*args: np.ndarray) -> np.ndarray:
+    """A function defined on every finite input (NaN outside its domain: erfinv(2), the
+    log of a negative y in xlogy)."""
+    return np.zeros(np.shape(args[0]), bool)
+
+
+_SPECIAL: tuple[tuple[str, Formula], ...] = (
+    ("digamma", Formula("digamma", _special("psi", _non_positive_integer), {})),
+    (
+        "polygamma",
+        Formula(
+            "polygamma_x_n",
+            lambda x, n: _special("polygamma", _polygamma_edges, (0,))(
+                np.asarray(n, np.float64), x
+            ),
+            {"n": 1},
+        ),
+    ),
+    (
+        "polygamma",
+        Formula(
+            "polygamma",
+            _special("polygamma", _polygamma_edges, (0,)),
+            {},
+            arrays=("x2",),
+            primary="x1",
+        ),
+    ),
+    (
+        "igamma",
+        Formula(
+            "gammainc", _special("gammainc", _gammainc_edges), {}, arrays=("x2",), primary="x1"
+        ),
+    ),
+    (
+        "igammac",
+        Formula(
+            "gammaincc", _special("gammaincc", _gammainc_edges), {}, arrays=("x2",), primary="x1"
+        ),
+    ),
+    ("zeta", Formula("zeta", _special("zeta", _zeta_edges), {}, arrays=("q",))),
+    (
+        "zeta",
+        Formula("zeta_x1_x2", _special("zeta", _zeta_edges), {}, arrays=("x2",), primary="x1"),
+    ),
+    ("erfinv", Formula("erfinv", _special("erfinv", _no_edges), {})),
+    ("ndtri", Formula("ndtri", _special("ndtri", _no_edges), {})),
+    ("ndtr", Formula("ndtr", _special("ndtr", _no_edges), {})),
+    ("log_ndtr", Formula("log_ndtr", _special("log_ndtr", _no_edges), {})),
+    ("erfcx", Formula("erfcx", _special("erfcx", _no_edges), {})),
+    ("i0e", Formula("i0e", _special("i0e", _no_edges), {})),
+    ("i1", Formula("i1", _special("i1", _no_edges), {})),
+    ("i1e", Formula("i1e", _special("i1e", _no_edges), {})),
+    ("bessel_j0", Formula("j0", _special("j0", _no_edges), {})),
+    ("bessel_j1", Formula("j1", _special("j1", _no_edges), {})),
+    (
+        "xlogy",
+        Formula("xlogy", _special("xlogy", _no_edges), {}, arrays=("x2",), primary="x1"),
+    ),
+    (
+        "xlog1py",
+        Formula("xlog1py", _special("xlog1py", _no_edges), {}, arrays=("x2",), primary="x1"),
+    ),
+)
+
 # operation -> the formulas that may define it, tried in order by the catalog build
 BY_OP: dict[str, tuple[Formula, ...]] = {}
-for _op, _f in _FORMULAS:
+for _op, _f in (*_FORMULAS, *_SPECIAL):
     BY_OP[_op] = (*BY_OP.get(_op, ()), _f)
-BY_NAME: dict[str, Formula] = {f.name: f for _, f in _FORMULAS}
+BY_NAME: dict[str, Formula] = {f.name: f for _, f in (*_FORMULAS, *_SPECIAL)}
 
 
 def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
     """The formula ``name`` on a case's values, in float64; None where it cannot say: a role
     it does not read, a complex or bool input, a parameter that is not a real number."""
     formula = BY_NAME.get(name)
-    x = values.get("x")
-    if formula is None or not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
+    if formula is None:
+        return None
+    x = values.get(formula.primary)
+    if not isinstance(x, np.ndarray) or x.dtype.kind not in "iuf":
         return None
     params = dict(formula.params)
     arrays: dict[str, np.ndarray] = {}
     for role, value in values.items():
-        if role == "x":
+        if role == formula.primary:
             continue
         if role in formula.arrays:
             if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
