@@ -3,6 +3,7 @@ values whose answers are known, with the positions they leave open."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -464,3 +465,23 @@ def test_complex_infinities_outside_the_standards_tables_are_not_judged_by_value
     assert "mindspore" in by_standard
     assert blamed("exp2", complex(math.inf, 0.0)) == set()
     assert blamed("exp2", complex(0.5, 0.25)) >= by_standard
+
+
+def test_gcd_and_lcm_beyond_the_integer_range_are_not_judged_the_rest_exactly() -> None:
+    """lcm(-10, 2147483646) = 10737418230 does not fit int32: numpy's wrapped 2147483638 and
+    paddle's 10 are both artefacts. lcm(32766, 32767) = 1073643522 fits: mindspore's
+    1073643520 (a float32 product) is still blamed."""
+    group = {g.id: g for g in model.load().groups}["lcm@int32"]
+    libs = ("numpy", "torch", "paddle", "mindspore")
+    x1 = np.array([-10, 32766], np.int32)
+    x2 = np.array([2147483646, 32767], np.int32)
+    case = case_with(group, {"x1": x1, "x2": x2}, libs, dtype="int32", value_class="ordinary")
+    plain = {m.library: m.api for m in group.members if not m.api.endswith("_")}
+    case = dataclasses.replace(case, apis={lib: plain[lib] for lib in libs})
+    majority = np.array([2147483638, 1073643522], np.int32)
+    outs = {lib: ok(lib, majority) for lib in libs}
+    outs["paddle"] = ok("paddle", np.array([10, 1073643522], np.int32))
+    assert judge_case(case, group, outs, None, known=[]).signed == ()
+    outs["mindspore"] = ok("mindspore", np.array([2147483638, 1073643520], np.int32))
+    got = judge_case(case, group, outs, None, known=[])
+    assert {s.blame.library for s in got.signed} == {"mindspore"}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -190,6 +191,26 @@ def int_magnitude(case: Case, group: Group) -> float:
     return found
 
 
+# gcd and lcm of integers: where the exact result does not fit the result's integer dtype
+# (lcm(-10, 2147483646) is 10737418230; gcd(INT_MIN, 0) is 2**31), every library's answer
+# is a wrapped artefact (numpy documents that integer overflow wraps silently), so those
+# positions are not judged; the rest still are, exactly.
+EXACT_INTEGER_OPS: dict[str, Callable[[int, int], int]] = {"gcd": math.gcd, "lcm": math.lcm}
+
+
+def _beyond_integer_range(op: str, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
+    """Positions whose exact ``op`` overflows the integer result dtype (None: not integers)."""
+    if len(arrays) != 2 or any(a.dtype.kind not in "iu" for a in arrays):
+        return None
+    try:
+        a, b = np.broadcast_arrays(*(x.astype(object) for x in arrays))
+    except ValueError:
+        return None  # (shapes that do not broadcast: the libraries judge that)
+    info = np.iinfo(np.result_type(*arrays))
+    exact = np.frompyfunc(EXACT_INTEGER_OPS[op], 2, 1)(a, b)
+    return np.asarray((exact > info.max) | (exact < info.min), bool).reshape(a.shape)
+
+
 def needs_reference(case: Case, group: Group) -> bool:
     """Whether the float64 reference can judge this case: a float, complex or integer input,
     every integer exactly representable in float64 (below 2**53)."""
@@ -337,6 +358,8 @@ def _judge_case(
     formula_reference = open_positions is not None
     if not formula_reference and set(group.roles) == {"x"}:
         open_positions = formulas.numpy_limits(group.op, case.values.get("x"))
+    if group.op in EXACT_INTEGER_OPS:
+        open_positions = _beyond_integer_range(group.op, array_inputs(case, group))
     # the standard's special cases hold for the plain function: no extra parameters
     plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
     op = group.op if plain else ""
