@@ -203,6 +203,33 @@ def test_parameter_roles() -> None:
     assert not binding_of([{"name": "args", "kind": "var_positional"}]).known
 
 
+def test_an_operations_own_roles_come_first_and_a_dtype_role_is_a_dtype() -> None:
+    """``[ops.<op>]`` (data/roles.toml) reads a name for its operation only: ``updates`` is an
+    input array of ``tensor_scatter_add`` and blocks elsewhere; ``dtype`` is the required
+    ``target_dtype`` of ``cast``, whose canonical value is a dtype given by name."""
+    from xamt.catalog.normalize import scalar_value
+    from xamt.workers.protocol import DType
+
+    scatter = [
+        {"name": "input_x", "kind": "positional_or_keyword"},
+        {"name": "indices", "kind": "positional_or_keyword"},
+        {"name": "updates", "kind": "positional_or_keyword"},
+    ]
+    assert binding_of(scatter).blocked == ("updates",)
+    own = binding_of(scatter, "tensor_scatter_add")
+    assert own.arrays == (("input_x", False), ("updates", False)) and not own.blocked
+    assert own.required_roles == {"nd_indices"}
+    assert scalar_value("nd_indices", True).shape == (1, 2)
+    cast = [
+        {"name": "x", "kind": "positional_or_keyword"},
+        {"name": "dtype", "kind": "positional_or_keyword"},
+    ]
+    assert binding_of(cast).required_roles == {"dtype"}  # (never given by a plan)
+    assert binding_of(cast, "cast").required_roles == {"target_dtype"}
+    assert scalar_value("target_dtype", True) == DType("float64")
+    assert scalar_value("rows", True) == (0, 1) and scalar_value("mirror_mode", True) == "REFLECT"
+
+
 def test_plans_spell_their_roles() -> None:
     assert Plan(arrays=1, axis=True).roles == ("x", "axis")
     assert Plan(arrays=2, axis=False, scalars=("min",)).roles == ("x1", "x2", "min")

@@ -13,7 +13,7 @@ from xamt.inputs.draw import draw_case
 from xamt.inputs.tags import input_classes
 from xamt.inputs.values import BF16_EPS, BF16_MAX, BF16_SUBNORMAL, BF16_TINY
 from xamt.types import Case
-from xamt.workers.protocol import BFloat16
+from xamt.workers.protocol import BFloat16, DType
 
 
 def make_group(roles: tuple[str, ...], shapes: str = "any") -> Group:
@@ -55,6 +55,16 @@ def test_any_groups_draw_rectangular_and_vector_groups_vectors() -> None:
     assert any(len(s) == 2 and s[0] != s[1] for s in drawn_shapes(make_group(("x",))))
     vectors = drawn_shapes(make_group(("x",), "vector"))
     assert sum(len(s) == 1 for s in vectors) > len(vectors) / 2
+
+
+def test_dtype_and_name_roles_keep_their_canonical_value() -> None:
+    """A dtype (``cast``'s ``target_dtype``) or a name (``mirror_pad``'s mode) has no boundary
+    values: the fuzzer never replaces it by a number."""
+    group = make_group(("x", "target_dtype", "mirror_mode"))
+    rng = np.random.default_rng(5)
+    cases = [draw_case(group, rng, "float32", "ordinary", {}) for _ in range(40)]
+    assert {c.values["target_dtype"] for c in cases} == {DType("float64")}
+    assert {c.values["mirror_mode"] for c in cases} == {"REFLECT"}
 
 
 def test_keepdims_role_is_a_bool() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from xamt.catalog.model import ROLES, CatalogError, Group
+from xamt.workers.protocol import DType
 
 DATA = Path(__file__).resolve().parent / "data"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -104,10 +105,13 @@ def scalar_specs() -> dict[str, Any]:
 
 
 def scalar_value(role: str, with_arrays: bool) -> Any:
-    """The canonical value of a scalar role: a number, a tuple, or an integer numpy array."""
+    """The canonical value of a scalar role: a number, a tuple, an integer numpy array
+    (``{ array = [...], dtype = ... }``) or a dtype given by name (``{ dtype = "float64" }``)."""
     spec = scalar_specs()[role]
     if isinstance(spec, dict) and "with_arrays" in spec:
         spec = spec["with_arrays" if with_arrays else "alone"]
+    if isinstance(spec, dict) and "array" not in spec:
+        return DType(spec["dtype"])
     if isinstance(spec, dict):
         return np.array(spec["array"], dtype=spec["dtype"])
     return tuple(spec) if isinstance(spec, list) else spec

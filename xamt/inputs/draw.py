@@ -29,7 +29,7 @@ from xamt.catalog.normalize import scalar_value
 from xamt.inputs.dlcore import dl_dtypes, draw_dl_case, mutate_param
 from xamt.inputs.values import draw_array, float_specials
 from xamt.types import Case
-from xamt.workers.protocol import BFloat16
+from xamt.workers.protocol import BFloat16, DType
 
 SHAPE_KINDS = ("scalar", "empty", "size-one", "vector", "matrix", "high-rank")
 SHAPE_WEIGHTS = (0.12, 0.08, 0.08, 0.27, 0.3, 0.15)
@@ -144,8 +144,8 @@ def _axis_values(rng: np.random.Generator, ndim: int, required: bool) -> Any:
 def _scalar_param(rng: np.random.Generator, role: str, with_arrays: bool) -> Any:
     """A scalar role's value: mostly its canonical value, sometimes a boundary."""
     canonical = scalar_value(role, with_arrays)
-    if rng.random() < 0.6 or isinstance(canonical, tuple):
-        return canonical
+    if rng.random() < 0.6 or isinstance(canonical, tuple | str | DType):
+        return canonical  # (a name, a mode or a dtype has no boundary)
     if isinstance(canonical, np.ndarray):  # index arrays: out of range or negative
         return [
             canonical,
