@@ -706,3 +706,23 @@ def test_a_nan_parameter_decides_no_nan_or_inf_mask() -> None:
     ]
     assert blamed(outs, inputs=[x], nan_parameter=True) == set()
     assert any(lib == "tensorflow" for _, lib, _ in blamed(outs, inputs=[x]))
+
+
+def test_a_float64_result_beside_float32_ones_is_compared_at_float32() -> None:
+    """numpy.histogram's float64 edges reach 1.6e308; mxnet's float32 edges overflow to inf.
+    The float64 reference, rounded to float32 to judge mxnet, is inf there too: numpy's
+    finite edge is no inf mask it departs from (mxnet's float32 is the dtype finding)."""
+    edges = np.linspace(-1.0, np.finfo(np.float64).max, 11)
+    counts = np.array([7, 0, 0, 0, 0, 0, 0, 0, 0, 1])
+    with np.errstate(over="ignore"):
+        narrow = (counts.astype(np.float32), edges.astype(np.float32))
+    outs = {"numpy": ok("numpy", (counts, edges)), "mxnet": ok("mxnet", narrow)}
+    outs["mindspore"] = ok("mindspore", narrow)
+    got = judge(outs, ok("numpy", (counts, edges)))
+    assert "numpy" not in {b.library for b in got.blames}
+    assert {b.kind for b in got.blames} == {"dtype"}
+    # at one precision the masks are judged as before
+    wrong = (counts, np.where(edges > 1e308, np.inf, edges))
+    same = {"numpy": outs["numpy"], "mindspore": ok("mindspore", (counts, edges))}
+    got = judge({**same, "mxnet": ok("mxnet", wrong)}, ok("numpy", (counts, edges)))
+    assert ("inf", "mxnet") in {(b.kind, b.library) for b in got.blames}
