@@ -485,3 +485,36 @@ def test_gcd_and_lcm_beyond_the_integer_range_are_not_judged_the_rest_exactly() 
     outs["mindspore"] = ok("mindspore", np.array([2147483638, 1073643520], np.int32))
     got = judge_case(case, group, outs, None, known=[])
     assert {s.blame.library for s in got.signed} == {"mindspore"}
+
+
+def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judged() -> None:
+    """[2**63 - 2, 6, 2**63 - 2] has no int64 sum: numpy wraps to -2**63 + 4, mindspore
+    saturates; neither is wrong, though no input sits at the dtype's limit. Small integers
+    are still summed exactly. irfft of -DBL_MAX: numpy's inf is its own overflow (torch's
+    finite -4.5e307 is right); the dtype limit's transform is not judged by value."""
+    groups = {g.id: g for g in model.load().groups}
+    total = groups["sum[axis]"]
+    libs = ("numpy", "torch", "mindspore")
+    plain = {m.library: m.api for m in total.members if not m.api.endswith("_")}
+
+    def blamed_sum(x: np.ndarray, mindspore_says: np.ndarray) -> set[str]:
+        case = case_with(total, {"x": x, "axis": 0}, libs, dtype="int64", value_class="ordinary")
+        case = dataclasses.replace(case, apis={lib: plain[lib] for lib in libs})
+        with np.errstate(over="ignore"):
+            wrapped = x.sum(axis=0)
+        outs = {lib: ok(lib, wrapped) for lib in libs[:2]}
+        outs["mindspore"] = ok("mindspore", mindspore_says)
+        return {s.blame.library for s in judge_case(case, total, outs, None, known=[]).signed}
+
+    big = np.array([[2**63 - 2], [6], [2**63 - 2]], np.int64)
+    assert blamed_sum(big, np.array([-(2**63)], np.int64)) == set()
+    small = np.array([[2], [6], [9]], np.int64)
+    assert blamed_sum(small, np.array([16], np.int64)) == {"mindspore"}
+    transform = groups["irfft"]
+    x = np.array([-1.47, -np.finfo(np.float64).max, 1.0, -0.5, -0.78])
+    case = case_with(transform, {"x": x}, ("numpy", "torch"), dtype="float64")
+    with np.errstate(all="ignore"):
+        overflowed = np.fft.irfft(x)
+    finite = np.where(np.isinf(overflowed), np.sign(overflowed) * 4.49e307, overflowed)
+    outs = {"numpy": ok("numpy", overflowed), "torch": ok("torch", finite)}
+    assert judge_case(case, transform, outs, ok("numpy", overflowed), known=[]).signed == ()

@@ -211,6 +211,28 @@ def _beyond_integer_range(op: str, arrays: Sequence[np.ndarray]) -> np.ndarray |
     return np.asarray((exact > info.max) | (exact < info.min), bool).reshape(a.shape)
 
 
+# Products of integers: the bound of a running product is the largest magnitude to the power
+# of the count, not times it.
+PRODUCTS = re.compile(r"(nan)?(cum)?prod|cumulative_prod")
+
+
+def _may_overflow(group: Group, arrays: Sequence[np.ndarray]) -> bool:
+    """Whether integer arrays aggregated by ``group`` may leave their dtype's range: n terms
+    of magnitude at most m sum to at most n * m (n * m * m for the products of a matrix
+    product, m ** n for a product). Values below the dtype's limits overflow too:
+    [2**63 - 2, 6, 2**63 - 2] sums to 2**64 + 2 in int64."""
+    ints = [a for a in arrays if a.dtype.kind in "iu" and a.size]
+    if not ints:
+        return False
+    limit = max(int(np.iinfo(a.dtype).max) for a in ints)
+    n = max(a.size for a in ints)
+    m = max(max(abs(int(a.max())), abs(int(a.min()))) for a in ints)
+    if PRODUCTS.fullmatch(group.op):
+        return m > 1 and n * math.log2(m) >= math.log2(limit)
+    terms = m * m if group.family == "linalg" else m
+    return n * terms > limit
+
+
 def needs_reference(case: Case, group: Group) -> bool:
     """Whether the float64 reference can judge this case: a float, complex or integer input,
     every integer exactly representable in float64 (below 2**53)."""
@@ -403,12 +425,15 @@ def _judge_case(
         )
         and not (
             # a sum of float32 values near +-FLT_MAX cancels to anything: its condition
-            # number, not the library, decides the digits (and whether it overflows)
-            group.family in AGGREGATES
+            # number, not the library, decides the digits (and whether it overflows); a
+            # transform is such a sum (irfft of -DBL_MAX: torch's finite -4.5e307 is right
+            # where numpy's 2 * x overflows first)
+            group.family in (*AGGREGATES, "fft")
             and case.dtype in FLOATING_DTYPES
             and bool({"dtype-max", "dtype-min"} & set(tags))
         ),
-        int_overflow=group.family in AGGREGATES and "int-overflow" in tags,
+        int_overflow=group.family in AGGREGATES
+        and ("int-overflow" in tags or _may_overflow(group, arrays)),
         nan_parameter=nan_parameter,
         open_positions=open_positions,
         reference_signs=not formula_reference,
