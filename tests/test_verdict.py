@@ -156,6 +156,15 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
         "operator.",
     )
     assert judge({o.library: o for o in [*outs[:2], scalar]}).support["mxnet"] == "refused"
+    # a float32-only kernel (mxnet.nd.LRN) given float64: mshadow's TBlob type check
+    float32_only = err(
+        "mxnet",
+        "MXNetError",
+        "Check failed: mshadow::DataType<DType>::kFlag == type_flag_: TBlob.get_with_shape: "
+        "data type do not match specified type.Expected: float32 v.s. given float64",
+    )
+    got = judge({o.library: o for o in [*outs[:2], float32_only]})
+    assert got.support["mxnet"] == "refused" and not got.blames
 
 
 def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:
