@@ -10,6 +10,7 @@ flat last-dimension-first spelling must agree on asymmetric pads.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,30 @@ def test_declared_family_validates_and_its_transforms_matter(pool: WorkerPool, f
     if family == "padding":  # two spellings of asymmetric pads agree
         both = [g.id for g in validated.groups if {"numpy", "torch"} <= set(g.libraries)]
         assert len(both) >= 12, both
+
+
+def test_transposed_convolutions_with_a_kernel_shorter_than_the_stride_agree_on_length(
+    pool: WorkerPool,
+) -> None:
+    """(L - 1) * s + k, for every member: jax's "VALID" and keras's inferred output_padding
+    would give tensorflow's L * s + max(k - s, 0) (12, not 11, for L=6, s=2, k=1), so both
+    are bound explicitly."""
+    import numpy as np
+
+    from xamt.catalog import model
+
+    group = {g.id: g for g in model.load().groups}["conv_transpose1d[valid]"]
+    rng = np.random.default_rng(0)
+    values = {
+        "x": rng.standard_normal((1, 4, 6)).astype(np.float32),
+        "kernel": rng.standard_normal((4, 6, 1)).astype(np.float32),
+        "stride": 2,
+    }
+    calls: dict[str, list[Any]] = {}
+    for m in group.members:  # (both tensorflow members: keras's and tf.nn's)
+        calls.setdefault(m.library, []).append(bind(m, values))
+    assert {"jax", "tensorflow", "torch"} <= set(calls) and len(calls["tensorflow"]) == 2
+    outs = pool.run(calls)
+    shapes = {(lib, i): np.shape(o.value) for lib, got in outs.items() for i, o in enumerate(got)}
+    assert all(o.ok for got in outs.values() for o in got), outs
+    assert set(shapes.values()) == {(1, 6, 11)}, shapes

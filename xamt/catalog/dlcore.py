@@ -178,6 +178,10 @@ VALUE_ENCODERS: dict[str, Callable[[Any, int, Mapping[str, Any]], Any]] = {
         (k - 1 - p, k - 1 - p)
         for k, p in zip(_shape(vs["kernel"])[2:], _per_dim(v, d), strict=False)
     ),
+    # a transposed convolution without padding, as explicit pairs: (k - 1, k - 1) per side
+    "transpose_full_pairs": lambda v, d, vs: tuple(
+        (k - 1, k - 1) for k in _shape(vs["kernel"])[2:]
+    ),
     # tensorflow's transposed convolutions take the output shape (channels-last, no padding)
     "tf_convt_valid_shape": lambda v, d, vs: [
         _dim(vs["x"], 0),
