@@ -456,14 +456,23 @@ def _ill_conditioned(
 
 
 def _special(
-    name: str, edges: Callable[..., np.ndarray], discrete: tuple[int, ...] = ()
+    name: str,
+    edges: Callable[..., np.ndarray],
+    discrete: tuple[int, ...] = (),
+    leading: str = "",
 ) -> Callable[..., Result]:
-    """A scipy.special function of the case's array roles, in the order scipy takes them;
-    ``edges(*args)`` marks poles and domain edges, ``discrete`` the integer arguments."""
+    """A scipy.special function of the case's array roles, in the order scipy takes them
+    (``leading``: a parameter scipy takes first, polygamma's order n); ``edges(*args)`` marks
+    poles and domain edges, ``discrete`` the integer arguments. Its ``loose`` attribute gives
+    the ill-conditioned positions (:func:`loose_positions`)."""
 
-    def run(x: np.ndarray, *rest: np.ndarray, **arrays: Any) -> Result:
-        args = [np.asarray(a, np.float64) for a in (x, *rest, *arrays.values())]
-        args = list(np.broadcast_arrays(*args))
+    def arguments(x: np.ndarray, rest: tuple[np.ndarray, ...], kw: dict[str, Any]) -> list:
+        first = [np.asarray(kw.pop(leading), np.float64)] if leading else []
+        args = [np.asarray(a, np.float64) for a in (*first, x, *rest, *kw.values())]
+        return list(np.broadcast_arrays(*args))
+
+    def run(x: np.ndarray, *rest: np.ndarray, **kw: Any) -> Result:
+        args = arguments(x, rest, kw)
         f = _scipy(name)
         with np.errstate(all="ignore"):
             out = np.asarray(f(*args), np.float64)
@@ -472,14 +481,26 @@ def _special(
             for a in args:
                 nan |= np.isnan(a)
                 finite &= np.isfinite(a)
-            open_ = ~finite | edges(*args) | _ill_conditioned(f, args, discrete)
+            open_ = ~finite | edges(*args)
         return np.where(nan, np.nan, out), open_ & ~nan
 
+    def loose(x: np.ndarray, *rest: np.ndarray, **kw: Any) -> np.ndarray:
+        args = arguments(x, rest, kw)
+        with np.errstate(all="ignore"):
+            return _ill_conditioned(_scipy(name), args, discrete)
+
+    run.loose = loose  # type: ignore[attr-defined]
     return run
 
 
 def _non_positive_integer(x: np.ndarray) -> np.ndarray:
     return (x <= 0) & (x == np.round(x))
+
+
+def _digamma_poles(x: np.ndarray) -> np.ndarray:
+    """The poles 0, -1, -2... except +0, where digamma's limit from the right is -inf: scipy
+    returns it (jax documents its digamma as scipy's) and torch documents it since 1.8."""
+    return _non_positive_integer(x) & ~((x == 0) & ~np.signbit(x))
 
 
 def _polygamma_edges(n: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -506,14 +527,12 @@ def _no_edges(*args: np.ndarray) -> np.ndarray:
 
 
 _SPECIAL: tuple[tuple[str, Formula], ...] = (
-    ("digamma", Formula("digamma", _special("psi", _non_positive_integer), {})),
+    ("digamma", Formula("digamma", _special("psi", _digamma_poles), {})),
     (
         "polygamma",
         Formula(
             "polygamma_x_n",
-            lambda x, n: _special("polygamma", _polygamma_edges, (0,))(
-                np.asarray(n, np.float64), x
-            ),
+            _special("polygamma", _polygamma_edges, (0,), leading="n"),
             {"n": 1},
         ),
     ),
@@ -569,6 +588,20 @@ BY_OP: dict[str, tuple[Formula, ...]] = {}
 for _op, _f in (*_FORMULAS, *_SPECIAL):
     BY_OP[_op] = (*BY_OP.get(_op, ()), _f)
 BY_NAME: dict[str, Formula] = {f.name: f for _, f in (*_FORMULAS, *_SPECIAL)}
+
+
+def loose_positions(name: str, values: Mapping[str, Any]) -> np.ndarray | None:
+    """Positions of formula ``name``'s result whose digits are not judged, only whether they
+    are NaN, infinite or finite: the ill-conditioned ones (erfinv just below 1: the digits
+    follow each library's evaluation, but inf for a true 3.83 is wrong). None: none."""
+    formula = BY_NAME.get(name)
+    loose = getattr(formula.fn, "loose", None) if formula is not None else None
+    if loose is None or evaluate(name, values) is None:
+        return None
+    assert formula is not None
+    kw = {role: values[role] for role in formula.arrays}
+    kw |= {k: values.get(k, v) for k, v in formula.params.items()}
+    return np.asarray(loose(values[formula.primary], **kw), bool)
 
 
 def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:

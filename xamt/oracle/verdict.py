@@ -274,6 +274,7 @@ def judge(
     reference_signs: bool = True,
     nan_input: bool = False,
     normwise: bool = False,
+    infinity_masks: bool = True,
 ) -> Judgement:
     """Blame the libraries that depart from what the operation should return.
 
@@ -303,6 +304,9 @@ def judge(
         nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
             integer input integer cannot show the NaN it brings, by its promotion policy, and
             NaN masks are not judged (where the NaN reaches depends on the definition).
+        infinity_masks: whether NaN and inf masks are judged (not for an elementwise
+            function of complex infinities outside the standard's tables: naive and Annex G
+            complex multiplication differ there, both conforming).
         open_positions: result positions the reference leaves open (a formula's ``silu(-inf)``,
             0 as a limit and NaN in IEEE arithmetic): not judged, like the standard's open ones.
         reference_signs: whether the reference's zero signs count (a formula's do not: the
@@ -461,6 +465,8 @@ def judge(
         if not judge_values:
             standard = []
             parts = [p for p in parts if p.kind in ("shape", "dtype")]
+        if not infinity_masks:
+            parts = [p for p in parts if p.kind not in ("nan", "inf")]
         if nan_parameter:
             # which outputs a NaN parameter reaches depends on where each definition reads it
             # (leaky_relu's `x if x >= 0` never reads the slope; celu's min(0, NaN) is 0 as
