@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
@@ -165,6 +165,9 @@ def sign(case: Case, group: Group, blame: Blame, trigger: str) -> Signed:
     return Signed(
         blame=blame, signature=sig, key=key, root=root, callable=callable_, trigger=trigger
     )
+
+
+P = ParamSpec("P")
 
 
 def array_inputs(case: Case, group: Group) -> list[np.ndarray]:
@@ -348,34 +351,37 @@ def _outside_domain(case: Case, group: Group) -> bool:
     return isinstance(target, np.ndarray) and bool(np.any(np.asarray(target) < 0))
 
 
+def _guarded(
+    judge_fn: Callable[Concatenate[Case, P], Replayed],
+) -> Callable[Concatenate[Case, P], Replayed]:
+    """Where the judge itself fails on a case (a defect in xamt, not in a library), the case
+    comes back unjudged with the error in ``failed``, so that one case never stops a
+    campaign, a reproduction or a triage."""
+
+    @functools.wraps(judge_fn)
+    def guarded(case: Case, *args: P.args, **kwargs: P.kwargs) -> Replayed:
+        try:
+            return judge_fn(case, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any defect of the judge; said, never lost
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            given = dict(zip(("group", "outcomes", "reference"), args, strict=False)) | kwargs
+            outcomes: Mapping[str, Outcome] = given.get("outcomes", {})  # type: ignore[assignment]
+            return Replayed(
+                case=case,
+                outcomes=dict(outcomes),
+                reference=given.get("reference"),  # type: ignore[arg-type]
+                judgement=Judgement(blames=(), support={}),
+                tags=(),
+                signed=(),
+                failed=f"{type(exc).__name__}: {str(exc)[:300]} (at {where})",
+            )
+
+    return guarded
+
+
+@_guarded
 def judge_case(
-    case: Case,
-    group: Group,
-    outcomes: Mapping[str, Outcome],
-    reference: Outcome | None,
-    trigger: str | None = None,
-    known: Sequence[KnownDifference] | None = None,
-) -> Replayed:
-    """Judge one case (see :func:`_judge_case`). Where the judge itself fails on it (a defect
-    in xamt, not in a library), the case comes back unjudged with the error in ``failed``, so
-    that one case never stops a campaign, a reproduction or a triage."""
-    try:
-        return _judge_case(case, group, outcomes, reference, trigger, known)
-    except Exception as exc:  # noqa: BLE001 - any defect of the judge; said, never lost
-        frame = traceback.extract_tb(exc.__traceback__)[-1]
-        where = f"{Path(frame.filename).name}:{frame.lineno}"
-        return Replayed(
-            case=case,
-            outcomes=dict(outcomes),
-            reference=reference,
-            judgement=Judgement(blames=(), support={}),
-            tags=(),
-            signed=(),
-            failed=f"{type(exc).__name__}: {str(exc)[:300]} (at {where})",
-        )
-
-
-def _judge_case(
     case: Case,
     group: Group,
     outcomes: Mapping[str, Outcome],
