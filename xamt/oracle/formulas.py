@@ -450,6 +450,10 @@ def _ill_conditioned(
             ~np.isfinite(up)
             | ~np.isfinite(down)
             | (sensitivity > CONDITION_LIMIT * (np.abs(value) + 0.1))
+            # a pole inside the step: the neighbours change sign, or the value dwarfs them
+            # (digamma at -1 + 1.1e-16 is -9e15, its neighbours at -+1e-7 are -+1e7)
+            | (np.sign(up) * np.sign(down) < 0)
+            | (np.abs(value) > 1e3 * np.maximum(np.abs(up), np.abs(down)))
         )
         bad |= moved & (a != 0)
     return bad & np.isfinite(value)
