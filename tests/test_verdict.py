@@ -735,3 +735,17 @@ def test_a_float64_result_beside_float32_ones_is_compared_at_float32() -> None:
     same = {"numpy": outs["numpy"], "mindspore": ok("mindspore", (counts, edges))}
     got = judge({**same, "mxnet": ok("mxnet", wrong)}, ok("numpy", (counts, edges)))
     assert ("inf", "mxnet") in {(b.kind, b.library) for b in got.blames}
+
+
+def test_an_integer_result_a_numpy_scalar_holds_exactly_is_a_dtype_policy() -> None:
+    """paddle.nanmedian of a 0-d int32 7 returns int32 7; numpy returns the scalar 7.0 (a
+    numpy scalar, not an array): nothing is lost, so no wrong value is blamed."""
+    outs = {
+        "numpy": ok("numpy", np.float64(7.0)),
+        "mxnet": ok("mxnet", np.array(7.0)),
+        "paddle": ok("paddle", np.array(7, np.int32)),
+    }
+    assert "value" not in {b.kind for b in judge(outs).blames}
+    outs["paddle"] = ok("paddle", np.array(6, np.int32))  # a truncated 6.5 would be one
+    outs["numpy"], outs["mxnet"] = ok("numpy", np.float64(6.5)), ok("mxnet", np.array(6.5))
+    assert ("value", "paddle") in {(b.kind, b.library) for b in judge(outs).blames}

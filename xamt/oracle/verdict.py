@@ -960,7 +960,8 @@ def _holds_exactly(mine: Any, others: Sequence[Any]) -> bool:
     floats = [
         v.sample if isinstance(v, Summary) else np.asarray(v)
         for v in others
-        if isinstance(v, np.ndarray | Summary) and _floating(v)
+        # (numpy.nanmedian of a 0-d array returns a numpy scalar)
+        if isinstance(v, np.ndarray | np.generic | float | Summary) and _floating(v)
     ]
     if not floats:
         return False
