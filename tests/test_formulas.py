@@ -550,3 +550,45 @@ def test_an_ill_conditioned_position_judges_nan_and_inf_but_not_digits() -> None
     }
     assert "inf vs 3.83" in got.judgement.blames[0].detail
     assert got.outcomes["mindspore"].value[0] == np.float32(2.4361897)  # recorded as given
+
+
+def test_conventions_and_domains_the_call_leaves_open_are_no_case() -> None:
+    """A correction that leaves no degrees of freedom (std with correction 2**31 - 1 over 4
+    values) has no answer; average pooling with ceil_mode and a stride past the input (8
+    values, kernel 2, stride 100) has one output window by torch's documented rule and two
+    by the "full" convention; trapz of [-inf, 1] is -inf by the float64 trapezoidal rule."""
+    groups = {g.id: g for g in model.load().groups}
+    std = groups["std[axis][correction]"]
+    x = np.array([[0.5, 1.0, 2.0, 4.0]], np.float32)
+    libs = ("numpy", "torch", "mindspore")
+
+    def blamed(group: Group, values: dict[str, Any], outs: dict[str, Any], **kw: Any) -> set:
+        case = case_with(group, values, tuple(outs), **kw)
+        given = {lib: ok(lib, v) for lib, v in outs.items()}
+        return {s.blame.library for s in judge_case(case, group, given, None, known=[]).signed}
+
+    nan_inf = {"numpy": np.array([np.inf], np.float32), "torch": np.array([np.inf], np.float32)}
+    outs = {**nan_inf, "mindspore": np.array([np.nan], np.float32)}
+    assert blamed(std, {"x": x, "correction": 2**31 - 1, "axis": -1}, outs) == set()
+    assert set(libs) == set(outs)
+    assert blamed(std, {"x": x, "correction": 3, "axis": -1}, outs) == {"mindspore"}
+    pool = groups["avg_pool3d[ceil_mode]"]
+    cube = np.ones((1, 4, 8, 8, 8), np.float32)
+    one, two = np.ones((1, 4, 1, 1, 1), np.float32), np.ones((1, 4, 2, 2, 2), np.float32)
+    outs = {"paddle": two, "mxnet": two, "mindspore": one}
+    assert blamed(pool, {"x": cube, "kernel_size": 2, "stride": 100}, outs) == set()
+    four = np.ones((1, 4, 4, 4, 4), np.float32)
+    outs = {"paddle": four, "mxnet": four, "mindspore": one}
+    assert blamed(pool, {"x": cube, "kernel_size": 2, "stride": 2}, outs) == {"mindspore"}
+    trapz = groups["trapz[axis]"]
+    assert trapz.reference == "trapezoid"
+    y = np.array([[-np.inf, 1.0], [1.0, 2.0]], np.float32)
+    outs = {
+        "mxnet": np.array([-np.inf, 1.5], np.float32),
+        "torch": np.array([np.nan, 1.5], np.float32),
+        "mindspore": np.array([np.nan, 1.5], np.float32),
+    }
+    assert blamed(trapz, {"x": y, "axis": 1}, outs, value_class="non-finite") == {
+        "torch",
+        "mindspore",
+    }

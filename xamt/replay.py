@@ -330,6 +330,53 @@ UNORDERED_PARTITIONS = frozenset({"partition", "argpartition"})
 PROBABILITY_TARGETS = frozenset({"kl_div"})
 
 
+# Variances with a correction (ddof): N - correction must be positive; numpy warns "Degrees of
+# freedom <= 0" and divides by zero or a negative count, and every answer is an artefact.
+DEGREES_OF_FREEDOM = frozenset({"std", "var", "nanstd", "nanvar"})
+
+
+def _no_degrees_of_freedom(case: Case) -> bool:
+    """Whether a variance's correction leaves no degrees of freedom in some reduction."""
+    x, correction = case.values.get("x"), case.values.get("correction")
+    if not isinstance(x, np.ndarray) or not isinstance(correction, int | float | np.number):
+        return False
+    axis = case.values.get("axis")
+    try:
+        axes = range(x.ndim) if axis is None else np.atleast_1d(axis).tolist()
+        count = math.prod(x.shape[int(a)] for a in axes)
+    except (IndexError, TypeError, ValueError):
+        return False  # (an axis out of range: the libraries judge that)
+    return count > 0 and count - correction <= 0
+
+
+# Pooling with ceil_mode: the last window may start past the input. torch documents that it
+# drops such a window ("sliding windows that start in the right padded region are ignored");
+# mxnet's pooling_convention="full" and paddle keep it (empty). Where the two conventions
+# give different lengths, the output shape is the convention's, not a departure.
+CEIL_MODE_POOLING = re.compile(r"(max|avg)_pool[123]d\[ceil_mode\]")
+
+
+def _ceil_mode_conventions_differ(case: Case, group: Group) -> bool:
+    if CEIL_MODE_POOLING.fullmatch(group.id) is None:
+        return False
+    x, k, s = case.values.get("x"), case.values.get("kernel_size"), case.values.get("stride")
+    if not isinstance(x, np.ndarray) or x.ndim < 3:
+        return False
+    sizes = x.shape[2:]
+    try:
+        ks = [int(v) for v in np.broadcast_to(np.asarray(k), (len(sizes),))]
+        ss = [int(v) for v in np.broadcast_to(np.asarray(s if s is not None else k), (len(sizes),))]
+    except (TypeError, ValueError):
+        return False
+    for n, kk, st in zip(sizes, ks, ss, strict=True):
+        if st <= 0 or n < kk:
+            continue
+        full = -(-(n - kk) // st) + 1
+        if (full - 1) * st >= n:  # the last window starts past the input: torch drops it
+            return True
+    return False
+
+
 def _outside_domain(case: Case, group: Group) -> bool:
     """A call outside the function's domain: a probability target holding a negative value
     (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`), a
@@ -344,6 +391,8 @@ def _outside_domain(case: Case, group: Group) -> bool:
     if group.op in SAMPLE_COUNTS:
         n = case.values.get("n")
         return isinstance(n, int | np.integer) and int(n) <= 0
+    if group.op in DEGREES_OF_FREEDOM:
+        return _no_degrees_of_freedom(case)
     if group.op not in PROBABILITY_TARGETS or case.values.get("log_target") is True:
         return False
     arrays = array_inputs(case, group)
@@ -441,7 +490,8 @@ def judge_case(
         },
         invalid="out-of-range-axis" in tags
         or _clip_unspecified(case, group)
-        or _outside_domain(case, group),
+        or _outside_domain(case, group)
+        or _ceil_mode_conventions_differ(case, group),
         signed_zeros=group.family in SIGNED_ZERO_FAMILIES
         and ACCUMULATIONS.fullmatch(group.op) is None,
         int_inputs=[a for a in arrays if a.dtype.kind in "iu"],
