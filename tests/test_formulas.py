@@ -592,3 +592,14 @@ def test_conventions_and_domains_the_call_leaves_open_are_no_case() -> None:
         "torch",
         "mindspore",
     }
+
+
+def test_a_special_function_reference_is_bounded_in_size() -> None:
+    """scipy's reference and its conditioning cost five evaluations: beyond
+    SPECIAL_MAX_ELEMENTS (a million-element digamma took 3.4 s in the orchestrator) the
+    libraries are compared with each other instead."""
+    big = np.zeros(formulas.SPECIAL_MAX_ELEMENTS + 1)
+    assert formulas.evaluate("digamma", {"x": big + 1.5}) is None
+    assert formulas.loose_positions("digamma", {"x": big + 1.5}) is None
+    small = formulas.evaluate("digamma", {"x": big[:8] + 1.5})
+    assert small is not None and small[0].shape == (8,)

@@ -604,23 +604,18 @@ for _op, _f in (*_FORMULAS, *_SPECIAL):
 BY_NAME: dict[str, Formula] = {f.name: f for _, f in (*_FORMULAS, *_SPECIAL)}
 
 
-def loose_positions(name: str, values: Mapping[str, Any]) -> np.ndarray | None:
-    """Positions of formula ``name``'s result whose digits are not judged, only whether they
-    are NaN, infinite or finite: the ill-conditioned ones (erfinv just below 1: the digits
-    follow each library's evaluation, but inf for a true 3.83 is wrong). None: none."""
-    formula = BY_NAME.get(name)
-    loose = getattr(formula.fn, "loose", None) if formula is not None else None
-    if loose is None or evaluate(name, values) is None:
-        return None
-    assert formula is not None
-    kw = {role: values[role] for role in formula.arrays}
-    kw |= {k: values.get(k, v) for k, v in formula.params.items()}
-    return np.asarray(loose(values[formula.primary], **kw), bool)
+# A special function's reference (scipy, its poles and its conditioning: five evaluations) is
+# computed on inputs up to this many elements; beyond it (arrays of millions, whose results
+# the workers summarize anyway) the libraries are compared with each other.
+SPECIAL_MAX_ELEMENTS = 1 << 16
 
 
-def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
-    """The formula ``name`` on a case's values, in float64; None where it cannot say: a role
-    it does not read, a complex or bool input, a parameter that is not a real number."""
+def _prepared(
+    name: str, values: Mapping[str, Any]
+) -> tuple[Formula, np.ndarray, dict[str, np.ndarray], dict[str, Any]] | None:
+    """The formula ``name`` and a case's values as it takes them (the first array, the other
+    arrays in float64, the parameters); None where it cannot say: a role it does not read, a
+    complex or bool input, a parameter that is not a real number."""
     formula = BY_NAME.get(name)
     if formula is None:
         return None
@@ -647,15 +642,40 @@ def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
             return None
-    try:
-        out, open_ = formula.fn(x.astype(np.float64), **arrays, **params)
-    except (
-        ValueError,
-        TypeError,
-        IndexError,
-        ArithmeticError,
-        MemoryError,
-        np.exceptions.AxisError,
+    if hasattr(formula.fn, "loose") and max(a.size for a in (x, *arrays.values())) > (
+        SPECIAL_MAX_ELEMENTS
     ):
+        return None
+    return formula, x.astype(np.float64), arrays, params
+
+
+_CANNOT_TAKE = (ValueError, TypeError, IndexError, ArithmeticError, MemoryError)
+
+
+def loose_positions(name: str, values: Mapping[str, Any]) -> np.ndarray | None:
+    """Positions of formula ``name``'s result whose digits are not judged, only whether they
+    are NaN, infinite or finite: the ill-conditioned ones (erfinv just below 1: the digits
+    follow each library's evaluation, but inf for a true 3.83 is wrong). None: none."""
+    prepared = _prepared(name, values)
+    loose = getattr(prepared[0].fn, "loose", None) if prepared is not None else None
+    if prepared is None or loose is None:
+        return None
+    _, x, arrays, params = prepared
+    try:
+        return np.asarray(loose(x, **arrays, **params), bool)
+    except _CANNOT_TAKE:
+        return None
+
+
+def evaluate(name: str, values: Mapping[str, Any]) -> Result | None:
+    """The formula ``name`` on a case's values, in float64; None where it cannot say (see
+    :func:`_prepared`), or where the definition cannot take the input."""
+    prepared = _prepared(name, values)
+    if prepared is None:
+        return None
+    formula, x, arrays, params = prepared
+    try:
+        out, open_ = formula.fn(x, **arrays, **params)
+    except (*_CANNOT_TAKE, np.exceptions.AxisError):
         return None  # (an input the definition cannot take: no reference, not a failure)
     return np.asarray(out, np.float64), np.asarray(open_, bool)
