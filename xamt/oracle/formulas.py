@@ -474,19 +474,29 @@ def _special(
     edges: Callable[..., np.ndarray],
     discrete: tuple[int, ...] = (),
     leading: str = "",
+    slow: Callable[..., np.ndarray] | None = None,
 ) -> Callable[..., Result]:
     """A scipy.special function of the case's array roles, in the order scipy takes them
     (``leading``: a parameter scipy takes first, polygamma's order n); ``edges(*args)`` marks
-    poles and domain edges, ``discrete`` the integer arguments. Its ``loose`` attribute gives
-    the ill-conditioned positions (:func:`loose_positions`)."""
+    poles and domain edges, ``discrete`` the integer arguments; ``slow(*args)`` marks inputs
+    scipy takes minutes on (polygamma at x = -2147483647.5: 77 s), evaluated at 1 instead and
+    left open. Its ``loose`` attribute gives the ill-conditioned positions
+    (:func:`loose_positions`)."""
 
-    def arguments(x: np.ndarray, rest: tuple[np.ndarray, ...], kw: dict[str, Any]) -> list:
+    def arguments(
+        x: np.ndarray, rest: tuple[np.ndarray, ...], kw: dict[str, Any]
+    ) -> tuple[list[np.ndarray], np.ndarray]:
         first = [np.asarray(kw.pop(leading), np.float64)] if leading else []
         args = [np.asarray(a, np.float64) for a in (*first, x, *rest, *kw.values())]
-        return list(np.broadcast_arrays(*args))
+        args = list(np.broadcast_arrays(*args))
+        with np.errstate(invalid="ignore"):
+            skip = slow(*args) if slow is not None else np.zeros(np.shape(args[0]), bool)
+        if skip.any():
+            args = [np.where(skip, 1.0, a) for a in args]
+        return args, skip
 
     def run(x: np.ndarray, *rest: np.ndarray, **kw: Any) -> Result:
-        args = arguments(x, rest, kw)
+        args, skip = arguments(x, rest, kw)
         f = _scipy(name)
         with np.errstate(all="ignore"):
             out = np.asarray(f(*args), np.float64)
@@ -495,11 +505,11 @@ def _special(
             for a in args:
                 nan |= np.isnan(a)
                 finite &= np.isfinite(a)
-            open_ = ~finite | edges(*args)
+            open_ = ~finite | edges(*args) | skip
         return np.where(nan, np.nan, out), open_ & ~nan
 
     def loose(x: np.ndarray, *rest: np.ndarray, **kw: Any) -> np.ndarray:
-        args = arguments(x, rest, kw)
+        args, _ = arguments(x, rest, kw)
         with np.errstate(all="ignore"):
             return _ill_conditioned(_scipy(name), args, discrete)
 
@@ -527,11 +537,16 @@ def _gammainc_edges(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return a <= 0
 
 
+def _far_negative(n: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """polygamma's recurrence for negative x takes time in proportion to |x|."""
+    return x < -1e4
+
+
 def _zeta_edges(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hurwitz zeta(x, q): the series converges for x > 1; x = 1 is a pole, and x < 1 needs
     the analytic continuation that scipy (and the libraries) define differently; q <= 0 hits
-    the terms' poles."""
-    return (x <= 1) | (q <= 0)
+    the terms' poles; beyond x = 1000 scipy returns NaN where the sum is q**-x."""
+    return (x <= 1) | (q <= 0) | (x > 1e3)
 
 
 def _no_edges(*args: np.ndarray) -> np.ndarray:
@@ -546,7 +561,7 @@ _SPECIAL: tuple[tuple[str, Formula], ...] = (
         "polygamma",
         Formula(
             "polygamma_x_n",
-            _special("polygamma", _polygamma_edges, (0,), leading="n"),
+            _special("polygamma", _polygamma_edges, (0,), leading="n", slow=_far_negative),
             {"n": 1},
         ),
     ),
@@ -554,7 +569,7 @@ _SPECIAL: tuple[tuple[str, Formula], ...] = (
         "polygamma",
         Formula(
             "polygamma",
-            _special("polygamma", _polygamma_edges, (0,)),
+            _special("polygamma", _polygamma_edges, (0,), slow=_far_negative),
             {},
             arrays=("x2",),
             primary="x1",
