@@ -615,3 +615,7 @@ def test_inputs_scipy_takes_minutes_on_are_left_open_not_evaluated() -> None:
     assert ref[1] == pytest.approx(-2 * 1.2020569031595942, rel=1e-14)  # -2 zeta(3)
     loose = formulas.loose_positions("polygamma", {"x1": np.array([2.0, 2.0]), "x2": x})
     assert loose is not None and loose.tolist() == [False, False]
+    # zeta(2**31 - 1, -2**31 + 0.5) did not finish in two seconds: an edge, not evaluated
+    ends = {"x1": np.array([2147483647.0, 2.0]), "x2": np.array([-2147483647.5, 1.0])}
+    ref, open_ = formulas.evaluate("zeta_x1_x2", ends)  # type: ignore[misc]
+    assert open_.tolist() == [True, False] and ref[1] == pytest.approx(math.pi**2 / 6)
