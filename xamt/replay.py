@@ -340,6 +340,8 @@ def _no_degrees_of_freedom(case: Case) -> bool:
     x, correction = case.values.get("x"), case.values.get("correction")
     if not isinstance(x, np.ndarray) or not isinstance(correction, int | float | np.number):
         return False
+    if not math.isfinite(float(correction)):
+        return False  # (a NaN or infinite correction: the libraries judge that)
     axis = case.values.get("axis")
     try:
         axes = range(x.ndim) if axis is None else np.atleast_1d(axis).tolist()
@@ -357,6 +359,9 @@ CEIL_MODE_POOLING = re.compile(r"(max|avg)_pool[123]d\[ceil_mode\]")
 
 
 def _ceil_mode_conventions_differ(case: Case, group: Group) -> bool:
+    """Whether a ceil_mode pooling case has a last window that starts past the input in some
+    spatial dimension (ceil((n - k) / s) windows after the first): torch drops it, the full
+    convention keeps it."""
     if CEIL_MODE_POOLING.fullmatch(group.id) is None:
         return False
     x, k, s = case.values.get("x"), case.values.get("kernel_size"), case.values.get("stride")

@@ -1032,12 +1032,12 @@ def partitions(
     if ref is not None and ref.layout != flats[0].layout:
         ref = None  # a reference of another shape cannot break ties
     if ref is not None:
-        ref = _cast_reference(ref, flats)
+        ref = _at_lowest_precision(ref, flats)
     if any(d != dtypes[0] for d in dtypes):
         # float64 beside float32 results is compared in float32, as the reference is: numpy's
         # finite 1.8e307 histogram edge against the float32 libraries' inf is their dtype (a
         # finding of its own above), not an inf mask numpy departs from
-        flats = [_cast_reference(f, flats) for f in flats]
+        flats = [_at_lowest_precision(f, flats) for f in flats]
     floor = TOLERANCE.get(input_dtype or "", (0.0, 0.0)) if input_dtype else (0.0, 0.0)
     rows = _Rows(
         flats if ref is None else [*flats, ref],
@@ -1060,7 +1060,7 @@ _FLOAT_ORDER = ("float16", "bfloat16", "float32", "float64")
 _COMPLEX_ORDER = ("complex64", "complex128")
 
 
-def _cast_reference(ref: _Flat, flats: Sequence[_Flat]) -> _Flat:
+def _at_lowest_precision(ref: _Flat, flats: Sequence[_Flat]) -> _Flat:
     """``ref`` with each floating leaf rounded to the lowest precision ``flats`` hold there."""
     leaves = []
     for i, leaf in enumerate(ref.leaves):
