@@ -462,7 +462,8 @@ def judge_case(
     # (a NaN parameter leaves a definition to the min/max it uses: fmin(0, NaN) is 0, IEEE
     # minimum NaN; celu(x, alpha=NaN) has no one answer)
     if reference is None and group.reference and not nan_parameter and needs_reference(case, group):
-        computed = formulas.evaluate(group.reference, upcast(case.values))
+        upcast_values = upcast(case.values)
+        computed = formulas.evaluate(group.reference, upcast_values)
         if computed is not None:
             reference = Outcome(
                 library="numpy",
@@ -471,19 +472,19 @@ def judge_case(
                 value=computed[0],
             )
             open_positions = computed[1]
-            loose = formulas.loose_positions(group.reference, upcast(case.values))
+            loose = formulas.loose_positions(group.reference, upcast_values)
             if loose is not None and loose.any():
                 judged, reference = _masks_only(dict(outcomes), reference, loose)
+    arrays = array_inputs(case, group)
     formula_reference = open_positions is not None
     if not formula_reference and set(group.roles) == {"x"}:
         open_positions = formulas.numpy_limits(group.op, case.values.get("x"))
     if group.op in EXACT_INTEGER_OPS:
-        open_positions = _beyond_integer_range(group.op, array_inputs(case, group))
+        open_positions = _beyond_integer_range(group.op, arrays)
     # the standard's special cases hold for the plain function: no extra parameters
     plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
     op = group.op if plain else ""
     floating = case.dtype if case.dtype in FLOATING_DTYPES else None
-    arrays = array_inputs(case, group)
     judgement = judge(
         judged,
         reference,
