@@ -529,6 +529,30 @@ def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judge
     assert judge_case(case, transform, outs, ok("numpy", overflowed), known=[]).signed == ()
 
 
+def test_a_transform_of_a_0d_array_blames_only_a_dead_process() -> None:
+    """A 0-d array has no axis to transform: numpy returns it as it is (real), torch a
+    complex copy, mindspore refuses; none of that is a bug, a crash still is."""
+    transform = {g.id: g for g in model.load().groups}["ifftn"]
+    x = np.array(np.nan, np.float32)
+    case = case_with(transform, {"x": x}, ("numpy", "torch", "paddle"))
+    crash = Outcome(library="paddle", api="paddle.fft.ifftn", status="crash", error="SIGSEGV")
+    outs = {
+        "numpy": ok("numpy", x),
+        "torch": ok("torch", np.array(np.nan, np.complex64)),
+        "paddle": crash,
+    }
+    got = judge_case(case, transform, outs, ok("numpy", x.astype(np.float64)), known=[])
+    assert {(s.blame.library, s.blame.kind) for s in got.signed} == {("paddle", "crash")}
+    vector = case_with(transform, {"x": np.array([np.nan, 1.0], np.float32)}, ("numpy", "torch"))
+    outs = {
+        "numpy": ok("numpy", np.array([np.nan, np.nan], np.complex64)),
+        "torch": ok("torch", np.array([np.nan, np.nan], np.float32)),
+    }
+    reference = ok("numpy", np.array([np.nan, np.nan], np.complex128))
+    judged = judge_case(vector, transform, outs, reference).signed
+    assert {s.blame.library for s in judged} == {"torch"}  # a vector's transform is complex
+
+
 def test_an_ill_conditioned_position_judges_nan_and_inf_but_not_digits() -> None:
     """erfinv(1 - 2**-24) is 3.83: tensorflow's and paddle's inf is wrong, though the digits
     of a finite answer follow each library's evaluation there (the condition number is

@@ -60,6 +60,18 @@ def test_minimize_keeps_the_signature_and_shrinks() -> None:
     assert again.case.values["x1"].tobytes() == small.values["x1"].tobytes()  # deterministic
 
 
+def test_minimize_simplifies_whole_number_parameters_the_signature_does_not_need() -> None:
+    x1 = np.array([np.nan, 2.0], np.float32)
+    # "offset" does not matter to the bug; "k" does, where it is negative
+
+    def predicate(cases: list[Case]) -> list[set[str]]:
+        return [{"S"} if nan_in_x1([c])[0] and c.values["k"] < 0 else set() for c in cases]
+
+    small = minimize(case(x1, x1.copy(), offset=-1, k=-3), "S", GROUP, predicate).case
+    assert small.values["offset"] == 0  # simplified
+    assert small.values["k"] == -3  # kept: replacing it loses the signature
+
+
 def test_minimize_respects_its_caps() -> None:
     x1 = np.full((6, 6), np.nan, np.float32)
     result = minimize(case(x1, x1.copy()), "S", GROUP, nan_in_x1, max_calls=5)

@@ -165,6 +165,15 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
     )
     got = judge({o.library: o for o in [*outs[:2], float32_only]})
     assert got.support["mxnet"] == "refused" and not got.blames
+    # a linear-algebra operator with float outputs given int32 (mxnet.np.linalg.tensorinv)
+    int_input = err(
+        "mxnet",
+        "MXNetError",
+        "Check failed: inv_a_tblob.type_flag_ == a_tblob.type_flag_ (1 vs. 4) : Binary "
+        "function only support input/output with the same type",
+    )
+    got = judge({o.library: o for o in [*outs[:2], int_input]})
+    assert got.support["mxnet"] == "refused" and not got.blames
 
 
 def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:

@@ -382,6 +382,13 @@ def _ceil_mode_conventions_differ(case: Case, group: Group) -> bool:
     return False
 
 
+def _transform_without_axes(group: Group, arrays: Sequence[np.ndarray]) -> bool:
+    """A Fourier transform of a 0-d array: there is no axis to transform (numpy returns the
+    input as it is, real; torch a complex copy; mindspore refuses; the standard's transforms
+    take arrays of at least one dimension), so only a dead process is blamed."""
+    return group.family == "fft" and bool(arrays) and arrays[0].ndim == 0
+
+
 def _outside_domain(case: Case, group: Group) -> bool:
     """A call outside the function's domain: a probability target holding a negative value
     (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`), a
@@ -497,7 +504,8 @@ def judge_case(
         invalid="out-of-range-axis" in tags
         or _clip_unspecified(case, group)
         or _outside_domain(case, group)
-        or _ceil_mode_conventions_differ(case, group),
+        or _ceil_mode_conventions_differ(case, group)
+        or _transform_without_axes(group, arrays),
         signed_zeros=group.family in SIGNED_ZERO_FAMILIES
         and ACCUMULATIONS.fullmatch(group.op) is None,
         int_inputs=[a for a in arrays if a.dtype.kind in "iu"],

@@ -5,7 +5,8 @@ Deterministic passes, tried in order until none makes progress or a cap is hit:
 0. **dtype**: the same values in the group's validation dtype (float32 for most groups), or
    else in the canonical dtype of their kind (int32 for integers, float32, complex64), so one
    root cause met in several dtypes minimizes to one case and one signature;
-1. **defaults**: drop optional parameters (``keepdims``, an optional ``axis``);
+1. **defaults**: drop optional parameters (``keepdims``, an optional ``axis``); then set
+   each whole-number parameter to 0, then 1;
 2. **shapes**: slice every array to length 1 or half along one dimension, flatten to the
    first 1-3 elements, or take the first element as a 0-d array (arrays of one shape shrink
    together, so elementwise pairs stay aligned);
@@ -79,7 +80,7 @@ def minimize(
     progress = True
     while progress:
         progress = False
-        for generate in (_dtype, _defaults, _shapes, _values):
+        for generate in (_dtype, _defaults, _parameters, _shapes, _values):
             pending = [c for c in generate(current, group) if _fingerprint(c) not in seen]
             for start in range(0, len(pending), BATCH):
                 if calls >= max_calls:
@@ -202,6 +203,19 @@ def _defaults(case: Case, group: Group) -> Iterator[Case]:
             values = dict(case.values)
             del values[role]
             yield replace(case, values=values)
+
+
+def _parameters(case: Case, group: Group) -> Iterator[Case]:
+    """Each whole-number parameter set to 0, then 1 (an offset of -1 the finding does not
+    need reads as the cause in a repro)."""
+    arrays = set(array_roles(group))
+    for role, value in case.values.items():
+        if role in arrays or isinstance(value, bool | np.bool_):
+            continue
+        if isinstance(value, int | np.integer):
+            for simple in (0, 1):
+                if value != simple:
+                    yield replace(case, values={**case.values, role: simple})
 
 
 def _shapes(case: Case, group: Group) -> Iterator[Case]:
