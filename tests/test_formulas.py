@@ -529,6 +529,32 @@ def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judge
     assert judge_case(case, transform, outs, ok("numpy", overflowed), known=[]).signed == ()
 
 
+def test_integer_differences_past_the_dtypes_range_are_not_judged_by_value() -> None:
+    """numpy.unwrap of int32 [INT_MIN, 1, 5] takes the differences in int32 (numpy.diff
+    documents the dtype is kept) and gives +2.1e9 where the float64 reference gives -2.1e9;
+    mxnet.np.unwrap delegates to numpy; jax computes in float64. None is a defect; small
+    integers still are judged."""
+    unwrap = {g.id: g for g in model.load().groups}["unwrap"]
+    libs = ("numpy", "jax", "mxnet")
+
+    def blamed(x: np.ndarray, mxnet_says: np.ndarray) -> set[str]:
+        case = case_with(unwrap, {"x": x}, libs, dtype="int32", value_class="boundary")
+        exact = np.unwrap(x.astype(np.float64))
+        outs = {
+            "numpy": ok("numpy", np.unwrap(x)),
+            "jax": ok("jax", exact),
+            "mxnet": ok("mxnet", mxnet_says),
+        }
+        reference = ok("numpy", exact)
+        return {s.blame.library for s in judge_case(case, unwrap, outs, reference).signed}
+
+    wide = np.array([-(2**31), 1, 5], np.int32)
+    assert not np.array_equal(np.unwrap(wide), np.unwrap(wide.astype(np.float64)))
+    assert blamed(wide, np.unwrap(wide)) == set()
+    small = np.array([-5, 1, 40], np.int32)
+    assert blamed(small, np.unwrap(small) + 1.0) == {"mxnet"}
+
+
 def test_a_transform_of_a_0d_array_blames_only_a_dead_process() -> None:
     """A 0-d array has no axis to transform: numpy returns it as it is (real), torch a
     complex copy, mindspore refuses; none of that is a bug, a crash still is."""
