@@ -156,24 +156,16 @@ def test_dtype_lists_in_mindspore_and_mxnet_errors_are_refusals() -> None:
         "operator.",
     )
     assert judge({o.library: o for o in [*outs[:2], scalar]}).support["mxnet"] == "refused"
-    # a float32-only kernel (mxnet.nd.LRN) given float64: mshadow's TBlob type check
-    float32_only = err(
-        "mxnet",
-        "MXNetError",
+    # mshadow's TBlob type checks: a float32-only kernel (mxnet.nd.LRN) given float64, and a
+    # linear-algebra operator with float outputs given int32 (mxnet.np.linalg.tensorinv)
+    for message in (
         "Check failed: mshadow::DataType<DType>::kFlag == type_flag_: TBlob.get_with_shape: "
         "data type do not match specified type.Expected: float32 v.s. given float64",
-    )
-    got = judge({o.library: o for o in [*outs[:2], float32_only]})
-    assert got.support["mxnet"] == "refused" and not got.blames
-    # a linear-algebra operator with float outputs given int32 (mxnet.np.linalg.tensorinv)
-    int_input = err(
-        "mxnet",
-        "MXNetError",
         "Check failed: inv_a_tblob.type_flag_ == a_tblob.type_flag_ (1 vs. 4) : Binary "
         "function only support input/output with the same type",
-    )
-    got = judge({o.library: o for o in [*outs[:2], int_input]})
-    assert got.support["mxnet"] == "refused" and not got.blames
+    ):
+        got = judge({o.library: o for o in [*outs[:2], err("mxnet", "MXNetError", message)]})
+        assert got.support["mxnet"] == "refused" and not got.blames, message
 
 
 def test_a_deliberate_check_refuses_an_input_kind_and_is_no_status_finding() -> None:
