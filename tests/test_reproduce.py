@@ -13,7 +13,7 @@ from pathlib import Path
 from test_campaign import JAX_SAYS_ONE, make_campaign, process, returned, sinc_case, sinc_group
 
 from xamt.fuzz.campaign import Campaign
-from xamt.fuzz.reproduce import RUNS, reproduce
+from xamt.fuzz.reproduce import RUNS, _line, reproduce
 from xamt.store import CandidateRow
 from xamt.types import ErrorInfo, Outcome
 
@@ -107,3 +107,10 @@ def test_candidates_of_groups_not_taken_stay_pending(tmp_path: Path) -> None:
     assert (summary.reproduced, summary.flaky, summary.not_reproduced) == (0, 0, 0)
     assert len(camp.store.pending_candidates(camp.campaign_id)) == 4
     camp.store.close()
+
+
+def test_reproduction_progress_promises_no_time_before_a_twentieth_is_done() -> None:
+    early = _line(0, 3, 32, 12864, 30.0)  # the fresh workers' start-up is in the rate
+    assert "32/12864" in early and "left" not in early
+    settled = _line(0, 3, 1000, 12864, 100.0)
+    assert settled.endswith("about 1186 s left")

@@ -182,8 +182,11 @@ def _order(f: Finding) -> tuple[bool, bool, tuple[int, int, int, str]]:
 
 
 def _line(run: int, runs: int, ran: int, total: int, seconds: float) -> str:
+    """A progress line; the time left only once a twentieth is done (the first chunks pay
+    for starting the fresh workers, and would promise hours)."""
     rate = ran / seconds if seconds > 0 else 0.0
-    left = f", about {(total - ran) / rate:.0f} s left" if rate > 0 else ""
+    settled = rate > 0 and ran * 20 >= total
+    left = f", about {(total - ran) / rate:.0f} s left" if settled else ""
     return (
         f"reproducing in fresh workers (run {run + 1}/{runs}): {ran}/{total} case runs, "
         f"{rate:.0f}/s{left}"
