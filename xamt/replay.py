@@ -416,7 +416,10 @@ def _outside_domain(case: Case, group: Group) -> bool:
         return False
     arrays = array_inputs(case, group)
     target = case.values.get("target", arrays[1] if len(arrays) > 1 else None)
-    return isinstance(target, np.ndarray) and bool(np.any(np.asarray(target) < 0))
+    if not isinstance(target, np.ndarray):
+        return False
+    with np.errstate(invalid="ignore"):  # a NaN target is no negative probability
+        return bool(np.any(np.asarray(target) < 0))
 
 
 def _guarded(
