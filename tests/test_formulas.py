@@ -555,6 +555,34 @@ def test_integer_differences_past_the_dtypes_range_are_not_judged_by_value() -> 
     assert blamed(small, np.unwrap(small) + 1.0) == {"mxnet"}
 
 
+def test_cosine_similarity_is_taken_along_the_broadcast_shape() -> None:
+    """torch documents ``dim`` as a dimension of the shape x1 and x2 broadcast to; paddle and
+    mindspore normalize each input along its own axis 1 first, which for (3, 3) against
+    (2, 3, 3) is another axis: two libraries agreeing outvoted torch, the definition does not."""
+    group = {g.id: g for g in model.load().groups}["cosine_similarity@square"]
+    assert group.reference == "cosine_similarity"
+    rng = np.random.default_rng(5)
+    x1 = rng.standard_normal((3, 3)).astype(np.float32)
+    x2 = rng.standard_normal((2, 3, 3)).astype(np.float32)
+    a, b = np.broadcast_arrays(x1.astype(np.float64), x2.astype(np.float64))
+    right = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    own_axis = (a * b).sum(1) / np.linalg.norm(x1, axis=1) / np.linalg.norm(x2, axis=1)
+    assert not np.allclose(right, own_axis)
+    libs = ("torch", "paddle", "mindspore")
+    case = case_with(group, {"x1": x1, "x2": x2}, libs, value_class="ordinary")
+    outs = {
+        "torch": ok("torch", right.astype(np.float32)),
+        "paddle": ok("paddle", own_axis.astype(np.float32)),
+        "mindspore": ok("mindspore", own_axis.astype(np.float32)),
+    }
+    judged = judge_case(case, group, outs, None, known=[]).signed
+    assert {s.blame.library for s in judged} == {"paddle", "mindspore"}
+    zero = formulas.evaluate("cosine_similarity", {"x1": x1, "x2": np.zeros_like(x2)})
+    assert (
+        zero is not None and zero[1].all()
+    )  # a zero vector: where eps goes is each library's choice
+
+
 def test_a_transform_of_a_0d_array_blames_only_a_dead_process() -> None:
     """A 0-d array has no axis to transform: numpy returns it as it is (real), torch a
     complex copy, mindspore refuses; none of that is a bug, a crash still is."""

@@ -144,6 +144,20 @@ def _trapezoid(x: np.ndarray, axis: Any = -1) -> Result:
     return out, _none(out)
 
 
+def _cosine_similarity(x1: np.ndarray, x2: np.ndarray, axis: Any = 1, eps: Any = 1e-8) -> Result:
+    """x1 . x2 / (max(|x1|, eps) max(|x2|, eps)) along ``axis`` of the shape x1 and x2
+    broadcast to (torch documents ``dim`` as a dimension of that common shape). Open where a
+    norm is within eps (the libraries place eps differently) or a vector is not finite."""
+    a, b = np.broadcast_arrays(x1, x2)
+    with np.errstate(all="ignore"):
+        n1 = np.sqrt(np.sum(a * a, axis=axis))
+        n2 = np.sqrt(np.sum(b * b, axis=axis))
+        out = np.sum(a * b, axis=axis) / (np.maximum(n1, eps) * np.maximum(n2, eps))
+        finite = np.all(np.isfinite(a) & np.isfinite(b), axis=axis)
+    open_ = ~finite | ~np.isfinite(n1 * n2) | (n1 <= eps) | (n2 <= eps)
+    return out, open_
+
+
 def _softmax(log: bool) -> Callable[..., Result]:
     def run(x: np.ndarray, axis: Any = -1) -> Result:
         with np.errstate(all="ignore"):
@@ -289,6 +303,16 @@ _FORMULAS: tuple[tuple[str, Formula], ...] = (
     ("logsumexp", Formula("logsumexp", _logsumexp, {"axis": None, "keepdims": False})),
     ("logcumsumexp", Formula("logcumsumexp", _logcumsumexp, {"axis": None})),
     ("trapz", Formula("trapezoid", _trapezoid, {"axis": -1})),
+    (
+        "cosine_similarity",
+        Formula(
+            "cosine_similarity",
+            _cosine_similarity,
+            {"axis": 1, "eps": 1e-8},
+            arrays=("x2",),
+            primary="x1",
+        ),
+    ),
     ("softmax", Formula("softmax", _softmax(log=False), {"axis": -1})),
     ("log_softmax", Formula("log_softmax", _softmax(log=True), {"axis": -1})),
 )
