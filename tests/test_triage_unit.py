@@ -153,6 +153,10 @@ def test_the_root_of_a_suspected_bug_ignores_dtype_and_error_type() -> None:
     assert same_root(f) == same_root(f.replace(dtype="float64", error="TypeError: x"))
     assert same_root(f) != same_root(f.replace(trigger="inf"))
     assert same_root(f) != same_root(f.replace(kind="status"))  # another family
+    # a hung or dead process on NaN and on infinity: one missing check for non-finite input
+    hang = f.replace(kind="hang", trigger="nan")
+    assert same_root(hang) == same_root(hang.replace(trigger="inf", dtype="complex64"))
+    assert same_root(hang) != same_root(hang.replace(trigger="empty"))
 
 
 def test_a_missing_attribute_inside_a_library_is_one_root_whatever_reached_it() -> None:

@@ -81,14 +81,25 @@ def root_of(f: Finding) -> str:
 MISSING_ATTRIBUTE = re.compile(r"AttributeError: '?(\w+)'? object has no attribute '(\w+)'")
 
 
+# A process that dies or never answers on NaN as on infinity misses one check for non-finite
+# input (paddle.gcd loops forever on float64 inf and on complex64 NaN; LAPACK's xerbla ends
+# the process on either): for these families the two triggers are one root.
+NON_FINITE_ROOTS = {"nan": "non-finite", "inf": "non-finite"}
+PROCESS_FAMILIES = ("crash", "hang")
+
+
 def same_root(f: Finding) -> tuple[str, str, str, str]:
     """What makes two suspected bugs one root cause, whatever dtype (or error type) they were
-    met with: the library, its callable, the kind family and the trigger; for a missing
-    attribute (:data:`MISSING_ATTRIBUTE`), the library and that attribute."""
+    met with: the library, its callable, the kind family and the trigger (NaN and infinity
+    as one for a dead or hung process, :data:`NON_FINITE_ROOTS`); for a missing attribute
+    (:data:`MISSING_ATTRIBUTE`), the library and that attribute."""
     missing = MISSING_ATTRIBUTE.search(f.error or "") if f.family == "status" else None
     if missing:
         return (f.library, f"{missing[1]}.{missing[2]}", f.family, "*")
-    return (f.library, f.callable, f.family, f.trigger)
+    trigger = f.trigger
+    if f.family in PROCESS_FAMILIES:
+        trigger = NON_FINITE_ROOTS.get(trigger, trigger)
+    return (f.library, f.callable, f.family, trigger)
 
 
 def pool_predicate(replay: Replay) -> Predicate:
