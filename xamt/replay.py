@@ -390,9 +390,9 @@ def _ceil_mode_conventions_differ(case: Case, group: Group) -> bool:
 
 
 def _transform_without_axes(group: Group, arrays: Sequence[np.ndarray]) -> bool:
-    """A Fourier transform of a 0-d array: there is no axis to transform (numpy returns the
-    input as it is, real; torch a complex copy; mindspore refuses; the standard's transforms
-    take arrays of at least one dimension), so only a dead process is blamed."""
+    """A Fourier transform of a 0-d array: there is no axis to transform, and no convention
+    for it (numpy returns the input as it is, real; torch a complex copy; mindspore refuses),
+    so only a dead process is blamed."""
     return group.family == "fft" and bool(arrays) and arrays[0].ndim == 0
 
 
