@@ -329,6 +329,29 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
         assert {s.blame.library for s in got.signed} == blamed
 
 
+def test_the_sign_of_a_zero_a_masking_operation_fills_in_is_not_judged() -> None:
+    """tril "zeroes" the elements above the diagonal (the array API standard, numpy) without
+    a sign: mindspore's -0.0 where it multiplies -2.5 by its mask is no departure; the inf it
+    turns into NaN the same way still is."""
+    tril = {g.id: g for g in model.load().groups}["tril"]
+    x = np.array([[1.0, -2.5], [3.0, 4.0]], np.float32)
+    right = np.tril(x)
+    libs = ("numpy", "mxnet", "mindspore")
+
+    def blamed(mindspore_says: np.ndarray, x: np.ndarray = x) -> set[str]:
+        case = case_with(tril, {"x": x}, libs, value_class="ordinary")
+        outs = {"numpy": ok("numpy", np.tril(x)), "mxnet": ok("mxnet", np.tril(x))}
+        outs["mindspore"] = ok("mindspore", mindspore_says)
+        ref = ok("numpy", np.tril(x.astype(np.float64)))
+        return {s.blame.library for s in judge_case(case, tril, outs, ref, known=[]).signed}
+
+    assert blamed(np.where(right == 0, x * 0, right)) == set()
+    infinite = np.array([[1.0, np.inf], [3.0, 4.0]], np.float32)
+    with np.errstate(invalid="ignore"):
+        masked = infinite * np.tril(np.ones_like(infinite))
+    assert blamed(masked, infinite) == {"mindspore"}
+
+
 def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
     """geomspace(1, -1) has no real terms (numpy fills NaN without checking): no case; and
     the exponent frexp stores for inf is unspecified (C99 7.12.6.4): not judged, while a
