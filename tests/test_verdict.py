@@ -7,6 +7,7 @@ import numpy as np
 
 from xamt.oracle.verdict import internal, judge, refused
 from xamt.types import ErrorInfo, Outcome
+from xamt.workers.protocol import BFloat16
 
 F32 = np.float32
 
@@ -750,3 +751,10 @@ def test_an_integer_result_a_numpy_scalar_holds_exactly_is_a_dtype_policy() -> N
     outs["paddle"] = ok("paddle", np.array(6, np.int32))  # a truncated 6.5 would be one
     outs["numpy"], outs["mxnet"] = ok("numpy", np.float64(6.5)), ok("mxnet", np.array(6.5))
     assert ("value", "paddle") in {(b.kind, b.library) for b in judge(outs).blames}
+    # bfloat16 results (as whole arrays, not only as summaries) are held the same way
+    for held, blamed in ((0.0, set()), (0.5, {("value", "jax")})):
+        halves = {
+            lib: ok(lib, BFloat16(np.array([held], np.float32))) for lib in ("numpy", "torch")
+        }
+        halves["jax"] = ok("jax", np.array([int(held)], np.int32))
+        assert {(b.kind, b.library) for b in judge(halves).blames} == blamed, held
