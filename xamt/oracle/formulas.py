@@ -575,8 +575,9 @@ def _zeta_slow(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 def _zeta_edges(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Hurwitz zeta(x, q): the series converges for x > 1; x = 1 is a pole, and x < 1 needs
     the analytic continuation that scipy (and the libraries) define differently; q <= 0 hits
-    the terms' poles; beyond x = 1000 scipy returns NaN where the sum is q**-x."""
-    return (x <= 1) | (q <= 0) | (x > 1e3)
+    the terms' poles; beyond x = 1000 scipy returns NaN where the sum is q**-x (the last two
+    are where scipy is slow, :func:`_zeta_slow`)."""
+    return (x <= 1) | _zeta_slow(x, q)
 
 
 def _no_edges(*args: np.ndarray) -> np.ndarray:

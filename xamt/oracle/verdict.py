@@ -964,11 +964,7 @@ def _holds_exactly(mine: Any, others: Sequence[Any]) -> bool:
     if not isinstance(mine, np.ndarray) or mine.dtype.kind not in "iub":
         return False
     floats = [
-        v.sample
-        if isinstance(v, Summary)
-        else v.values
-        if isinstance(v, BFloat16)
-        else np.asarray(v)
+        _plain(v)
         for v in others
         # (numpy.nanmedian of a 0-d array returns a numpy scalar)
         if isinstance(v, np.ndarray | np.generic | float | Summary | BFloat16) and _floating(v)
