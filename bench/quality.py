@@ -28,8 +28,19 @@ from xamt.catalog import model
 from xamt.known import load_known
 from xamt.libraries import library_names
 from xamt.replay import Replay
-from xamt.triage.quality import Quality, corpus_groups, evaluate, interpreters, load_corpus
 from xamt.workers.pool import WorkerPool
+
+BENCH = Path(__file__).resolve().parent
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from quality_corpus import (  # noqa: E402
+    Quality,
+    corpus_groups,
+    evaluate,
+    interpreters,
+    load_corpus,
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "labelled_findings.json"
 

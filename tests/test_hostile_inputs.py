@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 
 from xamt.cli import app
 from xamt.findings import Finding, to_json
-from xamt.fuzz.output import findings_document, write_findings
+from xamt.findings_io import findings_document, write_findings
 from xamt.store import CaseRecord, Store
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -142,7 +142,7 @@ def output_folder(
             next_seq=1,
         )
         for sig in signatures:
-            store.upsert_finding(signature=sig, campaign=cid, payload=to_json(record(sig)))
+            store.upsert_finding(record(sig), campaign=cid)
             (folder / "repro" / sig).mkdir(parents=True)
             (folder / "repro" / sig / "repro_torch.py").write_text(f"# {sig}\n")
         info = {"name": CAMPAIGN, "seed": 1, "budget": "1 cases", "cases": 1, "seconds": 1.0}

@@ -25,8 +25,8 @@ from typer.testing import CliRunner, Result
 
 from xamt.cli import app as xamt_app
 from xamt.errors import OutputError, UsageError
-from xamt.findings import Finding, FindingsError, load_document, to_json
-from xamt.fuzz.output import findings_document, write_findings
+from xamt.findings import Finding, FindingsError, load_document
+from xamt.findings_io import findings_document, write_findings
 from xamt.merge import NotAnOutputFolder, campaign_info, merge
 from xamt.store import CaseRecord, Store, StoreError
 
@@ -101,9 +101,7 @@ def write_shard(
         )
         for sig, times in findings.items():
             for _ in range(times):
-                store.upsert_finding(
-                    signature=sig, campaign=cid, payload=to_json(record(sig, f"from {shard}"))
-                )
+                store.upsert_finding(record(sig, f"from {shard}"), campaign=cid)
                 time.sleep(0.002)  # distinct first and last sightings
             (folder / "repro" / sig).mkdir(parents=True)
             (folder / "repro" / sig / "repro_torch.py").write_text(f"# {sig} from {shard}\n")
@@ -295,9 +293,11 @@ def test_foreign_or_corrupted_stores_are_refused_with_exit_code_10(
     write_shard(odd, shard="0/1", findings={})
     with Store(odd / "xamt.sqlite") as store:
         cid = store.start_campaign(name="other", config={})
-        store.upsert_finding(
-            signature=A, campaign=cid, payload={"kind": "value", "group": "g", "dtype": "f4"}
-        )
+        store.upsert_finding(record(A, "odd"), campaign=cid)
+    # a payload this xamt did not write (the store writes only Finding records)
+    with sqlite3.connect(odd / "xamt.sqlite") as conn:
+        odd_payload = {"kind": "value", "group": "g", "dtype": "f4"}
+        conn.execute("UPDATE findings SET payload = ?", (json.dumps(odd_payload),))
     with pytest.raises(StoreError, match="corrupted or from another xamt"):
         merge([odd], tmp_path / "out")
     assert not (tmp_path / "out").exists()
@@ -313,7 +313,7 @@ def test_a_malicious_signature_is_refused_and_nothing_written(
     if where == "store":
         with Store(evil / "xamt.sqlite") as store:
             cid = store.start_campaign(name="evil", config={})
-            store.upsert_finding(signature=bad, campaign=cid, payload=to_json(record(A, "evil")))
+            store.upsert_finding(record(A, "evil").replace(signature=bad), campaign=cid)
         (evil / "repro" / "x").mkdir()
         (evil / "repro" / "x" / "payload.py").write_text("evil\n")
     else:

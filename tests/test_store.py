@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from xamt.errors import XamtError
+from xamt.findings import FAMILY, SEVERITY, Finding, Kind
 from xamt.serialize import case_from_jsonable, case_to_jsonable
 from xamt.store import (
     APPLICATION_ID,
@@ -77,8 +78,26 @@ def raw_rows(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
         conn.close()
 
 
-def finding_payload(kind: str = "value", note: str = "") -> dict[str, Any]:
-    return {"kind": kind, "group": "sum", "dtype": "float32", "odd": ["torch"], "note": note}
+def finding_record(
+    signature: str = "s1", kind: Kind = "value", note: str = "", **changes: Any
+) -> Finding:
+    """A finding of torch's sum; ``note`` is its detail (which payload won shows there)."""
+    return Finding(
+        signature=signature,
+        key=f"{kind}/torch/torch.sum/float32/nan",
+        kind=kind,
+        classification="suspected-bug",
+        severity=SEVERITY[FAMILY[kind]],
+        confidence="majority",
+        library="torch",
+        callable="torch.sum",
+        group="sum",
+        apis={"numpy": "numpy.sum", "torch": "torch.sum"},
+        trigger="nan",
+        input_classes=("nan",),
+        dtype="float32",
+        detail=note,
+    ).replace(**changes)
 
 
 # -- schema and opening -----------------------------------------------------------------------
@@ -381,7 +400,7 @@ def test_set_candidate_status(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="status"):
             store.set_candidate_status(first.id, "pending", 0, 0)
         with pytest.raises(ValueError, match="only with status 'reproduced'"):
-            store.set_candidate_status(first.id, "flaky", 1, 3, finding=finding_payload())
+            store.set_candidate_status(first.id, "flaky", 1, 3, finding=finding_record())
         with pytest.raises(StoreError, match="no candidate 999"):
             store.set_candidate_status(999, "flaky", 1, 3)
 
@@ -391,8 +410,8 @@ def test_status_with_finding_is_one_transaction_counted_once(tmp_path: Path) -> 
         cid = store.start_campaign(name="c", config={})
         commit(store, cid, 0)
         cand = store.pending_candidates(cid)[0]
-        store.set_candidate_status(cand.id, "reproduced", 3, 3, finding=finding_payload())
-        store.set_candidate_status(cand.id, "reproduced", 3, 3, finding=finding_payload())
+        store.set_candidate_status(cand.id, "reproduced", 3, 3, finding=finding_record())
+        store.set_candidate_status(cand.id, "reproduced", 3, 3, finding=finding_record())
         (finding,) = store.findings(cid)
         assert finding.signature == cand.signature and finding.occurrences == 1
         assert finding.campaigns == (cid,) and finding.kind == "value"
@@ -405,19 +424,19 @@ def test_upsert_finding_across_campaigns(tmp_path: Path) -> None:
         a = store.start_campaign(name="a", config={})
         b = store.start_campaign(name="b", config={})
         c = store.start_campaign(name="c", config={})
-        store.upsert_finding(signature="s1", campaign=a, payload=finding_payload(note="old"))
-        store.upsert_finding(signature="s2", campaign=a, payload=finding_payload("crash"))
+        store.upsert_finding(finding_record("s1", note="old"), campaign=a)
+        store.upsert_finding(finding_record("s2", "crash"), campaign=a)
         (before,) = [f for f in store.findings() if f.signature == "s1"]
         time.sleep(0.01)
     with Store(path) as store:
-        store.upsert_finding(signature="s1", campaign=b, payload=finding_payload(note="new"))
-        store.upsert_finding(signature="s1", campaign=b, payload=finding_payload(note="newer"))
+        store.upsert_finding(finding_record("s1", note="new"), campaign=b)
+        store.upsert_finding(finding_record("s1", note="newer"), campaign=b)
         everything = {f.signature: f for f in store.findings()}
         assert set(everything) == {"s1", "s2"}
         s1 = everything["s1"]
         assert s1.occurrences == 3 and s1.campaigns == (a, b)
         assert s1.first_seen == before.first_seen and s1.last_seen > before.last_seen
-        assert s1.last_seen.endswith("Z") and s1.payload["note"] == "newer"
+        assert s1.last_seen.endswith("Z") and s1.payload["detail"] == "newer"
         assert (s1.kind, s1.group, s1.dtype) == ("value", "sum", "float32")
         assert everything["s2"].occurrences == 1 and everything["s2"].campaigns == (a,)
         assert [f.signature for f in store.findings(b)] == ["s1"]
@@ -427,10 +446,8 @@ def test_upsert_finding_across_campaigns(tmp_path: Path) -> None:
             2, 1, 1,
         )  # fmt: skip
         assert store.counts(b)["findings"] == 1
-        with pytest.raises(ValueError, match="lacks kind"):
-            store.upsert_finding(signature="s3", campaign=a, payload={"group": "g", "dtype": "d"})
         with pytest.raises(StoreError, match="no campaign 99"):
-            store.upsert_finding(signature="s1", campaign=99, payload=finding_payload())
+            store.upsert_finding(finding_record("s1"), campaign=99)
         assert store.findings()[0].occurrences == 3  # the failed upsert changed nothing
 
 
@@ -441,45 +458,45 @@ def test_rekey_joins_an_existing_finding(tmp_path: Path) -> None:
     with Store(tmp_path / "x.sqlite") as store:
         a = store.start_campaign(name="a", config={})
         b = store.start_campaign(name="b", config={})
-        store.upsert_finding(signature="old", campaign=a, payload=finding_payload(note="1"))
-        store.upsert_finding(signature="old", campaign=a, payload=finding_payload(note="2"))
-        store.upsert_finding(signature="new", campaign=b, payload=finding_payload(note="3"))
+        store.upsert_finding(finding_record("old", note="1"), campaign=a)
+        store.upsert_finding(finding_record("old", note="2"), campaign=a)
+        store.upsert_finding(finding_record("new", note="3"), campaign=b)
         first_old = store.finding("old").first_seen
-        store.rekey_finding("old", "new", finding_payload(note="triaged"))
+        store.rekey_finding("old", finding_record("new", note="triaged"))
         rows = {r.signature: r for r in store.findings()}
         assert set(rows) == {"new"}
         assert rows["new"].occurrences == 3 and rows["new"].campaigns == (a, b)
-        assert rows["new"].first_seen == first_old and rows["new"].payload["note"] == "triaged"
-        store.rekey_finding("new", "newer", finding_payload(note="again"))
+        assert rows["new"].first_seen == first_old and rows["new"].payload["detail"] == "triaged"
+        store.rekey_finding("new", finding_record("newer", note="again"))
         assert [r.signature for r in store.findings()] == ["newer"]
         with pytest.raises(StoreError, match="no finding"):
-            store.rekey_finding("gone", "x", finding_payload())
+            store.rekey_finding("gone", finding_record("x"))
 
 
 def test_import_finding_keeps_counts_and_dates(tmp_path: Path) -> None:
     with Store(tmp_path / "x.sqlite") as store:
         a = store.start_campaign(name="a", config={})
         b = store.start_campaign(name="b", config={})
-        store.import_finding(
-            signature="s",
-            campaign=a,
-            payload=finding_payload(note="early"),
+        early = finding_record(
+            "s",
+            note="early",
             occurrences=4,
             first_seen="2026-01-01T00:00:00.000Z",
             last_seen="2026-01-02T00:00:00.000Z",
         )
-        store.import_finding(
-            signature="s",
-            campaign=b,
-            payload=finding_payload(note="late"),
+        store.import_finding(early, campaign=a)
+        late = finding_record(
+            "s",
+            note="late",
             occurrences=3,
             first_seen="2026-02-01T00:00:00.000Z",
             last_seen="2026-02-02T00:00:00.000Z",
         )
+        store.import_finding(late, campaign=b)
         row = store.finding("s")
         assert row.occurrences == 7 and row.campaigns == (a, b)
         assert row.first_seen.startswith("2026-01-01") and row.last_seen.startswith("2026-02-02")
-        assert row.payload["note"] == "late"
+        assert row.payload["detail"] == "late"
 
 
 def test_store_of_schema_1_is_refused_with_a_way_out(tmp_path: Path) -> None:
@@ -502,7 +519,7 @@ def test_a_signatures_other_candidates_leave_pending_with_its_finding(tmp_path: 
         commit(store, cid, 0)
         first, second = store.pending_candidates(cid)
         store.set_candidate_status(
-            first.id, "reproduced", 3, 3, finding=finding_payload(), siblings=[second.id]
+            first.id, "reproduced", 3, 3, finding=finding_record(), siblings=[second.id]
         )
         assert store.pending_candidates(cid) == []
         assert store.candidate(second.id).status == "reproduced"

@@ -12,7 +12,7 @@ from test_campaign import JAX_SAYS_ONE, make_campaign, process, returned, sinc_c
 
 from xamt.catalog import model
 from xamt.catalog.model import CatalogError
-from xamt.findings import from_json, to_json
+from xamt.findings import from_json
 from xamt.store import FindingRow, Store
 from xamt.triage.verify import HISTORY, record_verdict, verify_findings
 
@@ -26,9 +26,7 @@ def stored_finding(tmp_path: Path) -> tuple[Store, FindingRow]:
     process(camp, [sinc_case([float("nan")])], [returned(JAX_SAYS_ONE)])
     (cand,) = camp.store.pending_candidates(camp.campaign_id)
     finding = from_json(cand.payload, "candidate").replace(reproduced=3, runs=3)
-    camp.store.upsert_finding(
-        signature=cand.signature, campaign=camp.campaign_id, payload=to_json(finding)
-    )
+    camp.store.upsert_finding(finding, campaign=camp.campaign_id)
     return camp.store, camp.store.finding(cand.signature)
 
 

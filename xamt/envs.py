@@ -35,7 +35,7 @@ from xamt.errors import (
     XamtError,
 )
 from xamt.libraries import check_library
-from xamt.paths import replace_file
+from xamt.paths import replace_file, xamt_home
 
 VARIANTS = ("cpu", "cuda")
 MARKER = ".xamt-env.json"
@@ -44,10 +44,6 @@ SOURCE_IMAGES = Path(__file__).resolve().parent.parent / "images"
 PACKAGED_IMAGES = Path(__file__).resolve().parent / "_images"
 
 Progress = Callable[[str], None]
-
-
-def xamt_home() -> Path:
-    return Path(os.environ.get("XAMT_HOME") or Path.home() / ".cache" / "xamt").expanduser()
 
 
 def images_dir() -> Path:

@@ -5,7 +5,7 @@ shard, each with ``xamt.sqlite``, ``findings.json`` (schema 2) and ``repro/``. :
 turns them into one output folder, deduplicated by signature (one root cause in one library),
 that the report and the filer read as if one campaign had run:
 
-- ``findings.json`` (schema 2, written by :func:`xamt.fuzz.output.write_findings`): one
+- ``findings.json`` (schema 2, written by :func:`xamt.findings_io.write_findings`): one
   finding per signature, its ``occurrences`` summed over the inputs, the earliest
   ``first_seen``, the latest ``last_seen``, and the rest of the record (case, outputs,
   verifications, ...) from the input that saw it last; ``support`` is the union of the inputs'
@@ -58,9 +58,9 @@ from typing import Any
 
 from xamt import __version__
 from xamt.errors import OutputError, UsageError, XamtError
-from xamt.findings import Document, Finding, FindingsError, load_document, merge_support, to_json
-from xamt.fuzz.output import writable_folder, write_findings
-from xamt.paths import check_signature, inside, replace_file
+from xamt.findings import Document, Finding, FindingsError, load_document, merge_support
+from xamt.findings_io import write_findings
+from xamt.paths import check_signature, inside, replace_file, writable_folder
 from xamt.store import Store, StoreError
 
 STORE_NAME = "xamt.sqlite"
@@ -357,15 +357,9 @@ def _write_store(target: Path, checked: Sequence[_Input], merged: dict[str, _Mer
             )
             for sig in sorted(sig for sig, m in merged.items() if index in m.counts):
                 m = merged[sig]
-                found = m.result()
-                store.import_finding(
-                    signature=sig,
-                    campaign=cid,
-                    payload=to_json(found),
-                    occurrences=m.counts[index],
-                    first_seen=found.first_seen,
-                    last_seen=found.last_seen,
-                )
+                # the merged record and dates, with the occurrences this input counted
+                found = m.result().replace(occurrences=m.counts[index])
+                store.import_finding(found, campaign=cid)
             store.finish_campaign(cid, summary=block)
 
 

@@ -1,4 +1,5 @@
-"""Paths built from untrusted data: strict identifiers, and one checked join.
+"""Paths: xamt's home folder, whole-file writes, and paths built from untrusted data (strict
+identifiers, one checked join).
 
 Shard artifacts, stores and findings files are untrusted input: the merge job of the scheduled
 workflow reads what shard jobs uploaded, and then files issues with a token. Whatever a file
@@ -92,6 +93,12 @@ def inside(root: Path, *parts: str, error: type[XamtError] = OutputError, what: 
     return path
 
 
+def xamt_home() -> Path:
+    """xamt's own folder (environments, caches, logs, config.toml): ``$XAMT_HOME``, else
+    ``~/.cache/xamt``."""
+    return Path(os.environ.get("XAMT_HOME") or Path.home() / ".cache" / "xamt").expanduser()
+
+
 def replace_file(path: Path, data: str | bytes) -> Path:
     """Write ``path`` whole or not at all: the data goes to a fresh file beside it (created
     exclusively, so a link left there is never written through) that is renamed over it. A
@@ -103,4 +110,28 @@ def replace_file(path: Path, data: str | bytes) -> Path:
     with open(tmp, "xb") as fh:
         fh.write(raw)
     os.replace(tmp, path)
+    return path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a text file atomically (a reader never sees half of it), making its folder if
+    needed; OutputError if not."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        replace_file(path, text)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc}); name a writable folder") from None
+
+
+def writable_folder(path: Path, hint: str = "choose another") -> Path:
+    """Create ``path`` if needed and check that files can be written in it."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".xamt-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write to the output folder {path}: {exc.strerror or exc}; {hint}"
+        ) from None
     return path

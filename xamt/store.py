@@ -43,6 +43,7 @@ from xamt import schemas
 from xamt.errors import XamtError
 from xamt.findings import Finding, FindingsError, decode_case
 from xamt.findings import from_json as finding_from_json
+from xamt.findings import to_json as finding_to_json
 from xamt.paths import check_signature
 from xamt.types import DISCREPANCY_KINDS
 
@@ -246,6 +247,11 @@ def _dumps(value: Any, what: str) -> str:
         return json.dumps(value, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} is not JSON-able: {exc}") from exc
+
+
+def _payload(finding: Finding) -> str:
+    """The payload column of ``finding``: its findings.json entry."""
+    return _dumps(finding_to_json(finding), "finding payload")
 
 
 class Store:
@@ -630,14 +636,14 @@ class Store:
         reproduced: int,
         runs: int,
         *,
-        finding: dict[str, Any] | None = None,
+        finding: Finding | None = None,
         occurrences: int = 1,
         siblings: Sequence[int] = (),
     ) -> None:
         """Record a candidate's triage: ``status`` is one of :data:`TRIAGE_STATUSES`.
 
-        With ``finding`` (the findings.json entry, when status is 'reproduced') the finding is
-        upserted under the candidate's signature and campaign *in the same transaction*, and so
+        With ``finding`` (when status is 'reproduced') the finding is upserted under the
+        candidate's signature, kind, group, dtype and campaign *in the same transaction*, and so
         are the verdicts of ``siblings``, the other candidates of that signature (reproduction
         runs one per signature): a run killed after the finding but before them would leave
         them pending, and a resumed run would reproduce them and count the finding again.
@@ -652,7 +658,7 @@ class Store:
             raise ValueError(f"status {status!r} is not one of {', '.join(TRIAGE_STATUSES)}")
         if finding is not None and status != "reproduced":
             raise ValueError(f"a finding comes only with status 'reproduced', not {status!r}")
-        finding_json = None if finding is None else _dumps(finding, "finding payload")
+        finding_json = None if finding is None else _payload(finding)
         with self._transaction(f"set the status of candidate {candidate_id}") as conn:
             row = conn.execute(
                 "SELECT status, signature, campaign, kind, grp, dtype FROM candidates WHERE id = ?",
@@ -691,27 +697,24 @@ class Store:
 
     # -- findings ------------------------------------------------------------------------
 
-    def upsert_finding(self, *, signature: str, campaign: int, payload: dict[str, Any]) -> None:
-        """Record one occurrence of a finding in a campaign.
+    def upsert_finding(self, finding: Finding, *, campaign: int) -> None:
+        """Record one occurrence of ``finding`` (under its signature) in a campaign.
 
-        ``payload`` is the findings.json entry and must hold ``kind``, ``group`` and ``dtype``.
         The first occurrence makes the row; later ones add 1 to ``occurrences``, set
-        ``last_seen``, add the campaign, and replace the payload with the newer one (it holds
-        the case and outputs of the current library versions, which a recurrence or regression
-        comment should show; ``first_seen`` keeps the history).
+        ``last_seen``, add the campaign, and replace the payload (the finding's findings.json
+        entry) with the newer one (it holds the case and outputs of the current library
+        versions, which a recurrence or regression comment should show; ``first_seen`` keeps
+        the history). The record's own ``occurrences`` and dates are not read.
         """
-        missing = [key for key in ("kind", "group", "dtype") if key not in payload]
-        if missing:
-            raise ValueError(f"finding payload lacks {', '.join(missing)}")
-        payload_json = _dumps(payload, "finding payload")
-        with self._transaction(f"record finding {signature}") as conn:
+        payload_json = _payload(finding)
+        with self._transaction(f"record finding {finding.signature}") as conn:
             self._upsert(
                 conn,
-                signature=signature,
+                signature=finding.signature,
                 campaign=campaign,
-                kind=str(payload["kind"]),
-                group=str(payload["group"]),
-                dtype=str(payload["dtype"]),
+                kind=finding.kind,
+                group=finding.group,
+                dtype=finding.dtype,
                 payload_json=payload_json,
             )
 
@@ -746,9 +749,12 @@ class Store:
             (signature, campaign),
         )
 
-    def update_finding(self, signature: str, payload: dict[str, Any]) -> None:
-        """Replace a finding's payload (after triage) without counting an occurrence."""
-        payload_json = _dumps(payload, "finding payload")
+    def update_finding(self, finding: Finding) -> None:
+        """Replace the payload of the finding of ``finding.signature`` (after triage or a
+        verification) without counting an occurrence; its columns (kind, group, dtype,
+        counters, dates, campaigns) stay as they are."""
+        signature = finding.signature
+        payload_json = _payload(finding)
         with self._transaction(f"update finding {signature}") as conn:
             cursor = conn.execute(
                 "UPDATE findings SET payload = ? WHERE signature = ?", (payload_json, signature)
@@ -756,23 +762,12 @@ class Store:
             if cursor.rowcount == 0:
                 raise StoreError(f"{self.path}: no finding {signature}")
 
-    def import_finding(
-        self,
-        *,
-        signature: str,
-        campaign: int,
-        payload: dict[str, Any],
-        occurrences: int,
-        first_seen: str,
-        last_seen: str,
-    ) -> None:
-        """Record a finding met in another store (a merge), with its own counters and dates:
-        occurrences add up, the earliest ``first_seen`` and latest ``last_seen`` win, and the
-        payload is the one seen last."""
-        missing = [key for key in ("kind", "group", "dtype") if key not in payload]
-        if missing:
-            raise ValueError(f"finding payload lacks {', '.join(missing)}")
-        payload_json = _dumps(payload, "finding payload")
+    def import_finding(self, finding: Finding, *, campaign: int) -> None:
+        """Record a finding met in another store (a merge) in ``campaign``, with the record's
+        own ``occurrences``, ``first_seen`` and ``last_seen``: occurrences add up, the earliest
+        ``first_seen`` and latest ``last_seen`` win, and the payload is the one seen last."""
+        signature = finding.signature
+        payload_json = _payload(finding)
         with self._transaction(f"import finding {signature}") as conn:
             if conn.execute("SELECT 1 FROM campaigns WHERE id = ?", (campaign,)).fetchone() is None:
                 raise StoreError(f"{self.path}: no campaign {campaign}")
@@ -787,13 +782,13 @@ class Store:
                 "last_seen = max(last_seen, excluded.last_seen)",
                 (
                     signature,
-                    str(payload["kind"]),
-                    str(payload["group"]),
-                    str(payload["dtype"]),
+                    finding.kind,
+                    finding.group,
+                    finding.dtype,
                     payload_json,
-                    occurrences,
-                    first_seen,
-                    last_seen,
+                    finding.occurrences,
+                    finding.first_seen,
+                    finding.last_seen,
                 ),
             )
             conn.execute(
@@ -801,14 +796,16 @@ class Store:
                 (signature, campaign),
             )
 
-    def rekey_finding(self, old: str, new: str, payload: dict[str, Any]) -> None:
-        """Move finding ``old`` to signature ``new`` with ``payload`` (after triage found its
-        trigger), in one transaction: its occurrences, campaigns and first sighting join an
-        existing ``new`` finding, or make it; ``old`` is gone afterwards."""
+    def rekey_finding(self, old: str, finding: Finding) -> None:
+        """Move finding ``old`` to the signature of ``finding``, with ``finding`` as its payload
+        (after triage found its trigger), in one transaction: its occurrences, campaigns and
+        first sighting join an existing finding of that signature, or make it (with the kind,
+        group and dtype of ``old``); ``old`` is gone afterwards."""
+        new = finding.signature
         if old == new:
-            self.update_finding(old, payload)
+            self.update_finding(finding)
             return
-        payload_json = _dumps(payload, "finding payload")
+        payload_json = _payload(finding)
         with self._transaction(f"rekey finding {old}") as conn:
             row = conn.execute(
                 "SELECT kind, grp, dtype, occurrences, first_seen FROM findings "

@@ -13,6 +13,7 @@ from xamt.catalog.check import Drift, check, sample_groups
 from xamt.catalog.model import Catalog
 from xamt.errors import UsageError
 from xamt.libraries import library_names
+from xamt.paths import xamt_home
 from xamt.workers.pool import WorkerPool
 
 # Seconds one call may take while building or checking (a probe that hangs is not a member).
@@ -49,7 +50,7 @@ def build_from_envs(
     if len(libraries) < 2:
         raise UsageError("a catalog needs at least two libraries")
     ops = op_filter(only)
-    cache = envs.xamt_home() / "catalog"
+    cache = xamt_home() / "catalog"
     if fresh and cache.exists():
         for stale in cache.glob("probes-*.jsonl"):
             stale.unlink()

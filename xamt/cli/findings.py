@@ -116,7 +116,7 @@ def report(
 
     Example: `xamt report xamt-out/findings.json --out xamt-report`
     """
-    from xamt.fuzz.output import write_atomic
+    from xamt.paths import write_atomic
     from xamt.report import render
 
     # The report links the repro scripts (relative to its folder) instead of inlining them.

@@ -24,7 +24,7 @@ from typing import Any
 
 from xamt import memory
 from xamt.catalog.model import Group
-from xamt.findings import Finding, FindingsError, decode_case, from_json, to_json
+from xamt.findings import Finding, FindingsError, decode_case, from_json
 from xamt.known import KnownDifference
 from xamt.paths import check_signature
 from xamt.replay import Replay, Submitted
@@ -205,7 +205,7 @@ def _verdict(
     """Commit the verdict of a representative (and its signature's other candidates)."""
     k = hits[rep.id]
     status = "reproduced" if k == runs else "flaky" if k else "not-reproduced"
-    finding = to_json(found.replace(reproduced=k, runs=runs)) if status == "reproduced" else None
+    finding = found.replace(reproduced=k, runs=runs) if status == "reproduced" else None
     occurrences = int(seen.get(rep.signature, 1)) if isinstance(seen, dict) else 1
     # the verdicts (the signature's other candidates' too) and the finding in one
     # transaction: a kill between them cannot count twice

@@ -180,6 +180,7 @@ def run_fuzz(
     wrong but did not stop the run, ``on_campaign`` the campaign loop's progress after each
     batch (default: :func:`campaign_line` into ``on_progress``).
     """
+    from xamt.findings_io import findings_document, write_findings
     from xamt.fuzz.campaign import (
         Campaign,
         CampaignConfig,
@@ -187,9 +188,9 @@ def run_fuzz(
         parse_shard,
         select_groups,
     )
-    from xamt.fuzz.output import findings_document, writable_folder, write_findings
     from xamt.fuzz.reproduce import reproduce
     from xamt.known import DEFAULT_PATH, load_known
+    from xamt.paths import writable_folder
     from xamt.store import Store, check_store
     from xamt.triage.pipeline import triage
     from xamt.workers.pool import WorkerPool

@@ -80,7 +80,7 @@ from typing import Any, TypeVar
 
 from xamt.errors import XamtError
 from xamt.findings import Document, Finding, FindingsError
-from xamt.fuzz.output import write_atomic
+from xamt.paths import write_atomic
 from xamt.report import render
 
 LABEL = "xamt"

@@ -8,7 +8,7 @@ from typing import Any
 
 from xamt import envs
 from xamt.catalog.model import Catalog, CatalogError
-from xamt.findings import Finding, Verification, decode_case, to_json
+from xamt.findings import Finding, Verification, decode_case
 from xamt.outcomes import outcome_text
 from xamt.replay import Replay, judge_case
 from xamt.store import FindingRow, Store, StoreError, utc_now
@@ -108,10 +108,11 @@ def record_verdict(
         Verification(at=utc_now(), versions=used, present=present),
     )
     updated = finding.replace(
+        signature=row.signature,
         verifications=history[-HISTORY:],
         consecutive_misses=0 if present else finding.consecutive_misses + 1,
     )
-    store.update_finding(row.signature, to_json(updated))
+    store.update_finding(updated)
     return Verdict(
         signature=row.signature, key=finding.key, present=present, versions=used, lines=tuple(lines)
     )

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from xamt import memory
-from xamt.envs import xamt_home
 from xamt.errors import WorkerError
+from xamt.paths import xamt_home
 from xamt.timing import LibraryTime
 from xamt.types import WITHDRAWN, Call, ErrorInfo, Outcome
 from xamt.workers import protocol

@@ -8,6 +8,9 @@ every case through the same engine as a campaign and asks whether the verdict ma
 library a *suspected bug* (of any kind: a library that returns garbage where it should raise
 may be labelled a wrong value and found as a status departure). Precision is the share of predicted
 suspected bugs that are labelled ``bug``; recall the share of ``bug`` entries predicted.
+
+Used by ``bench/quality.py`` and ``tests/integration/test_quality.py``, which put this folder on
+``sys.path``; no module of xamt imports it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from xamt.types import Case
 
 BATCH = 24
 
-Label = Literal["bug", "documented-difference", "fuzzer-fault"]
+Label = Literal["bug", "documented-difference", "unspecified", "fuzzer-fault"]
 LABELS: tuple[Label, ...] = get_args(Label)
 
 
