@@ -4,10 +4,13 @@ of expected_special on random arrays."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
+import tomllib
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,15 +19,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from xamt.oracle import special
 from xamt.oracle.special import (
     BEYOND_STANDARD,
     BINARY,
     RULES,
+    SOURCES,
+    SPECIAL_CASES_PATH,
     SPECIAL_OPS,
+    TABLES,
     VIA,
     Kind,
+    SpecialCasesError,
     departs,
     expected_special,
+    load_tables,
     parse_row,
     rows_of,
     special_cases,
@@ -689,6 +698,154 @@ def test_tables_cover_the_operations() -> None:
     assert SPECIAL_OPS == real | complex_
     assert {"negative", "positive"}.isdisjoint(SPECIAL_OPS)  # the standard lists none
     assert "pow" not in complex_ and "reciprocal" not in complex_
+
+
+# --- the data file --------------------------------------------------------------------------
+
+ENTRY_TABLES = ("real", "real_via", "complex", "complex_via", "defined")
+STANDARD_PAGE = (
+    "https://data-apis.org/array-api/latest/API_specification/generated/array_api.{}.html"
+)
+
+
+def data_file() -> dict[str, Any]:
+    return tomllib.loads(SPECIAL_CASES_PATH.read_text(encoding="utf-8"))
+
+
+def test_every_entry_cites_an_https_source() -> None:
+    data = data_file()
+    entries = [(table, op, entry) for table in ENTRY_TABLES for op, entry in data[table].items()]
+    assert len(entries) > 50
+    for table, op, entry in entries:
+        link = entry["link"]
+        assert link.startswith("https://"), f"[{table}.{op}]: {link!r}"
+        if table == "defined":
+            assert link.startswith("https://dlmf.nist.gov/10."), f"[{table}.{op}]"
+            assert entry["reason"], f"[{table}.{op}]"
+        else:  # the standard's own page of the function
+            assert link == STANDARD_PAGE.format(op), f"[{table}.{op}]"
+    assert SOURCES.keys() == SPECIAL_OPS
+    assert TABLES.reasons.keys() == BEYOND_STANDARD
+
+
+def test_the_shipped_file_loads_the_module_tables() -> None:
+    tables = load_tables()
+    assert tables == TABLES
+    assert tables.rules == RULES
+    assert tables.binary == BINARY
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "special_cases.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_load_tables_expands_shared_rows(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+binary = ["plus"]
+[shared]
+nans = "x1 nan -> nan; x2 nan -> nan"
+[real.plus]
+rows = \"\"\"
+  @nans
+  x1 +inf & x2 -inf -> nan  # a comment
+\"\"\"
+link = "https://example.org/plus"
+[complex_via.plus]
+base = "plus"
+componentwise = true
+link = "https://example.org/complex-plus"
+""",
+    )
+    tables = load_tables(path)
+    assert tables.real == {"plus": "x1 nan -> nan\nx2 nan -> nan\nx1 +inf & x2 -inf -> nan"}
+    assert [rule.text for rule in tables.rules["real"]["plus"]][-1] == "x1 +inf & x2 -inf -> nan"
+    assert tables.complex_via["plus"].componentwise
+    assert tables.sources == {"plus": "https://example.org/plus"}  # the real entry's first
+
+
+ENTRY = '[real.op]\nrows = "x nan -> nan"\nlink = "https://example.org/op"\n'
+VIA_ENTRY = '[{table}.{op}]\nbase = "{base}"\nlink = "https://example.org/{op}"\n'
+# What is wrong -> (the file, what the error says after the file's path).
+MALFORMED: dict[str, tuple[str, str]] = {
+    "bad-row": (ENTRY.replace("x nan", "x bogus"), "[real.op]: special-case row 'x bogus -> nan'"),
+    "too-many-parts": (ENTRY.replace("-> nan", "-> nan, nan"), "[real.op]: special-case row"),
+    "unknown-key": (ENTRY + 'links = "https://example.org"\n', "[real.op]: unknown key(s) links"),
+    "http-link": (ENTRY.replace("https:", "http:"), "[real.op]: link 'http://example.org/op' is"),
+    "no-link": (ENTRY.replace("link =", "# link ="), "[real.op]: missing link"),
+    "rows-not-text": (ENTRY.replace("rows = ", "rows = 1 #"), "[real.op]: rows must be a non-"),
+    "unknown-shared": (ENTRY.replace("x nan -> nan", "@odd"), "[real.op]: no shared rows 'odd'"),
+    "no-rows": (ENTRY.replace("x nan -> nan", "# nothing"), "[real.op]: no rows"),
+    "unknown-table": ('bnary = ["op"]\n' + ENTRY, "the top level: unknown key(s) bnary"),
+    "binary-without-entry": ('binary = ["other"]\n' + ENTRY, "binary: no entry for other"),
+    "real-and-defined": (
+        ENTRY + ENTRY.replace("[real.", "[defined.") + 'reason = "r"\n',
+        "[defined.op]: 'op' has real rows already",
+    ),
+    "rows-and-via": (
+        ENTRY + VIA_ENTRY.format(table="real_via", op="op", base="op"),
+        "[real_via.op]: 'op' has real rows too",
+    ),
+    "base-without-rows": (
+        ENTRY + VIA_ENTRY.format(table="complex_via", op="sin", base="op"),
+        "[complex_via.sin]: base 'op' has no complex rows",
+    ),
+    "via-cycle": (
+        VIA_ENTRY.format(table="real_via", op="a", base="b")
+        + VIA_ENTRY.format(table="real_via", op="b", base="a"),
+        "[real_via.a]: base 'a' leads back here",
+    ),
+    "unknown-args": (
+        ENTRY + VIA_ENTRY.format(table="real_via", op="v", base="op") + 'args = "2*x"\n',
+        "[real_via.v]: unknown args '2*x'",
+    ),
+    "flag-not-bool": (
+        ENTRY.replace("[real.", "[complex.").replace("x nan", "a nan") + "real_result = 1\n",
+        "[complex.op]: real_result must be true or false",
+    ),
+    "not-toml": ("[real.op\n", "cannot read the special cases"),
+}
+
+
+@pytest.mark.parametrize(("text", "error"), list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_entry_names_the_file_and_the_entry(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(SpecialCasesError, match=re.escape(f"{path}: ")) as raised:
+        load_tables(path)
+    assert error in str(raised.value)
+    assert raised.value.exit_code == 8
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of a module, its classes and its functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_special_py_names_no_operation() -> None:
+    """What is known about operations lives in the data file: no string in special.py's code
+    (docstrings aside) is the name of an operation the file has an entry for."""
+    data = data_file()
+    ops = {op for table in ENTRY_TABLES for op in data[table]} | set(data["binary"])
+    assert {"abs", "add", "bessel_y0"} <= ops
+    tree = ast.parse(Path(special.__file__).read_text(encoding="utf-8"))
+    docstrings = _docstrings(tree)
+    named = {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in ops
+    }
+    assert not named, f"operation names in xamt/oracle/special.py: {sorted(named)}"
 
 
 # --- None and shapes ------------------------------------------------------------------------

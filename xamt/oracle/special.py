@@ -1,60 +1,42 @@
 """The special cases of the Python array API standard's elementwise functions, as a reference.
 
-Encodes the "Special Cases" sections of the standard's elementwise functions
-(https://data-apis.org/array-api/latest/API_specification/elementwise_functions.html; the rules
-are the same in 2024.12, 2025.12 and the draft) for real floating-point inputs and, where the
-standard lists them, complex inputs (which follow C99 Annex G). Where a rule fixes the result,
-a library that returns something else departs from the standard: :func:`departs` finds those
-positions, and the fuzzer blames such a library with confidence "reference".
+The "Special Cases" sections of the standard's elementwise functions, for real floating-point
+inputs and, where the standard lists them, complex inputs (which follow C99 Annex G), and the
+special values that the definition of a few functions beyond the standard fixes, are reviewed
+data: ``xamt/catalog/data/special_cases.toml`` (:data:`SPECIAL_CASES_PATH`). Its header
+explains the row syntax and the precedence of rows, and says what is not encoded. Where a rule
+fixes the result, a library that returns something else departs from the standard:
+:func:`departs` finds those positions, and the fuzzer blames such a library with confidence
+"reference".
 
-Every operation is data: rows ``<conditions> -> <result>`` (separated by ``;`` or a new line)
-in :data:`REAL` and :data:`COMPLEX`, or a :class:`Via` record over another operation's rows,
-parsed once into :data:`RULES`. One function evaluates them all.
-
-- Conditions are ``role predicate`` pairs joined by `` & ``. Roles: ``x`` (unary), ``x1`` and
-  ``x2`` (binary); for complex inputs ``a``/``b``, the real/imaginary parts of ``x`` (or ``x1``),
-  and ``c``/``d`` those of ``x2``. Predicates are the words of :data:`PREDICATES` (``+0``,
-  ``±inf``, ``+fin`` for "a positive finite number", ``odd`` for "an odd integer value") or a
-  comparison with another role (``=-x1``, ``!=c``).
-- A result is one value, or ``real, imaginary`` for a complex result: ``nan``, a constant of
-  :data:`CONSTANTS` with an optional sign (``+0``, ``-inf``, ``3pi/4``, ``True``), an input
-  (``x1``, ``-|x1|``) or a value of :data:`DERIVED` (``sgn*inf``, ``inf*cos(b)``). A leading
-  ``±`` marks a sign the standard leaves unspecified ("0 + 0j", "sign of the imaginary component
-  is unspecified"): only the magnitude is checked. ``+nan``/``-nan`` fix a NaN's sign bit
-  (copysign). ``?`` marks a row whose result the standard leaves open.
+The file is read and checked once, on import (:func:`load_tables`): every operation is rows
+``<conditions> -> <result>`` (:data:`REAL`, :data:`COMPLEX`, :data:`DEFINED`) or a :class:`Via`
+record over another operation's rows (:data:`REAL_VIA`, :data:`COMPLEX_VIA`), parsed once into
+:data:`RULES`; :data:`SOURCES` gives the page each operation's entry cites. One function
+evaluates them all. This module holds only the words the rows are written in
+(:data:`PREDICATES`, :data:`RELATION`, :data:`CONSTANTS`, :data:`DERIVED`, :data:`ARGS`,
+:data:`RESULTS`) and names no operation.
 
 Note:
-    Precedence: the standard's first-listed applicable rule wins. Rows are evaluated in order
-    and each one claims the positions no earlier row claimed; a ``?`` row claims them without
-    fixing a result, so no later row applies there either. A rule that joins cases with "or"
-    is written as consecutive rows with the same result.
-
     Tolerance: a finite non-zero required value (pi/2, 1, an input) is met within
     ``4 * eps(output dtype) * |expected|``, which also covers "an implementation-dependent
     approximation to +π/2". Zeros, infinities and NaN are exact, with the signs of zeros and
     infinities, unless marked ``±``.
-
-    Not encoded: rules that fix only the sign of an otherwise computed result ("the result has
-    a positive mathematical sign"; where the magnitude is exact too, a zero or infinite factor
-    of multiply, the sign is part of the row), the general "in the remaining cases"
-    computations, results the standard calls implementation-defined or -dependent (complex
-    multiply and divide beyond all-NaN operands, complex reciprocal), complex pow (only
-    "should" follow exp(x2*log(x1))), and mixed real/complex binary inputs. ``negative`` and
-    ``positive`` have no special cases. The standard's "1 + 0j" for tanh(+inf + yj) leaves
-    the imaginary sign unchecked: C99 G.6.2.6, the source of these tables, has
-    ``1 + 0·sin(2y) j``. Subnormal inputs are taken at face value: a library that flushes them
-    to zero departs where a rule depends on them.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
+
+from xamt.errors import XamtError
 
 Kind = Literal["real", "complex"]
 Variables = Mapping[str, np.ndarray]
@@ -149,268 +131,15 @@ DERIVED: dict[str, Callable[[Variables], np.ndarray]] = {
 }
 
 # --- the tables -----------------------------------------------------------------------------
-# One row per rule, in the standard's order; rows are separated by ";" or a new line.
 
-_ROUNDING = """
-    x int -> x; x +inf -> +inf; x -inf -> -inf; x +0 -> +0; x -0 -> -0; x nan -> nan
-"""
-_LOGARITHM = "x nan -> nan; x <0 -> nan; x ±0 -> -inf; x =1 -> +0; x +inf -> +inf"
-_ODD = "x nan -> nan; x +0 -> +0; x -0 -> -0"
-_QUOTIENT = """
-    x1 nan -> nan; x2 nan -> nan
-    x1 ±inf & x2 ±inf -> nan; x1 ±0 & x2 ±0 -> nan
-    x1 +0 & x2 >0 -> +0; x1 -0 & x2 >0 -> -0; x1 +0 & x2 <0 -> -0; x1 -0 & x2 <0 -> +0
-    x1 >0 & x2 +0 -> +inf; x1 >0 & x2 -0 -> -inf; x1 <0 & x2 +0 -> -inf; x1 <0 & x2 -0 -> +inf
-"""
+SPECIAL_CASES_PATH = Path(__file__).resolve().parents[1] / "catalog" / "data" / "special_cases.toml"
 
-REAL: dict[str, str] = {
-    "abs": "x nan -> nan; x -0 -> +0; x -inf -> +inf",
-    "acos": "x nan -> nan; x >1 -> nan; x <-1 -> nan; x =1 -> +0",
-    "acosh": "x nan -> nan; x <1 -> nan; x =1 -> +0; x +inf -> +inf",
-    "add": """
-        x1 nan -> nan; x2 nan -> nan
-        x1 +inf & x2 -inf -> nan; x1 -inf & x2 +inf -> nan
-        x1 +inf & x2 +inf -> +inf; x1 -inf & x2 -inf -> -inf
-        x1 +inf & x2 fin -> +inf; x1 -inf & x2 fin -> -inf
-        x1 fin & x2 +inf -> +inf; x1 fin & x2 -inf -> -inf
-        x1 -0 & x2 -0 -> -0; x1 -0 & x2 +0 -> +0; x1 +0 & x2 -0 -> +0; x1 +0 & x2 +0 -> +0
-        x1 ±0 & x2 nzfin -> x2; x1 nzfin & x2 ±0 -> x1
-        x1 nzfin & x2 =-x1 -> +0
-    """,
-    "asin": "x nan -> nan; x >1 -> nan; x <-1 -> nan; x +0 -> +0; x -0 -> -0",
-    "asinh": f"{_ODD}; x +inf -> +inf; x -inf -> -inf",
-    "atan": f"{_ODD}; x +inf -> pi/2; x -inf -> -pi/2",
-    "atan2": """
-        x1 nan -> nan; x2 nan -> nan
-        x1 >0 & x2 +0 -> pi/2; x1 >0 & x2 -0 -> pi/2
-        x1 +0 & x2 >0 -> +0; x1 +0 & x2 +0 -> +0; x1 +0 & x2 -0 -> pi; x1 +0 & x2 <0 -> pi
-        x1 -0 & x2 >0 -> -0; x1 -0 & x2 +0 -> -0; x1 -0 & x2 -0 -> -pi; x1 -0 & x2 <0 -> -pi
-        x1 <0 & x2 +0 -> -pi/2; x1 <0 & x2 -0 -> -pi/2
-        x1 +fin & x2 +inf -> +0; x1 +fin & x2 -inf -> pi
-        x1 -fin & x2 +inf -> -0; x1 -fin & x2 -inf -> -pi
-        x1 +inf & x2 fin -> pi/2; x1 -inf & x2 fin -> -pi/2
-        x1 +inf & x2 +inf -> pi/4; x1 +inf & x2 -inf -> 3pi/4
-        x1 -inf & x2 +inf -> -pi/4; x1 -inf & x2 -inf -> -3pi/4
-    """,
-    "atanh": """
-        x nan -> nan; x <-1 -> nan; x >1 -> nan
-        x =-1 -> -inf; x =1 -> +inf; x +0 -> +0; x -0 -> -0
-    """,
-    "ceil": _ROUNDING,
-    "copysign": """
-        x1 !nan & x2 <0 -> -|x1|; x1 !nan & x2 -0 -> -|x1|
-        x1 !nan & x2 +0 -> |x1|; x1 !nan & x2 >0 -> |x1|
-        x1 !nan & x2 -nan -> -|x1|; x1 !nan & x2 +nan -> |x1|
-        x1 nan & x2 <0 -> -nan; x1 nan & x2 -0 -> -nan
-        x1 nan & x2 +0 -> +nan; x1 nan & x2 >0 -> +nan
-        x1 nan & x2 -nan -> -nan; x1 nan & x2 +nan -> +nan
-    """,
-    "cos": "x nan -> nan; x +0 -> 1; x -0 -> 1; x +inf -> nan; x -inf -> nan",
-    "cosh": "x nan -> nan; x +0 -> 1; x -0 -> 1; x +inf -> +inf; x -inf -> +inf",
-    "divide": f"""{_QUOTIENT}
-        x1 +inf & x2 +fin -> +inf; x1 +inf & x2 -fin -> -inf
-        x1 -inf & x2 +fin -> -inf; x1 -inf & x2 -fin -> +inf
-        x1 +fin & x2 +inf -> +0; x1 +fin & x2 -inf -> -0
-        x1 -fin & x2 +inf -> -0; x1 -fin & x2 -inf -> +0
-    """,
-    "equal": """
-        x1 nan -> False; x2 nan -> False
-        x1 +inf & x2 +inf -> True; x1 -inf & x2 -inf -> True
-        x1 -0 & x2 ±0 -> True; x1 +0 & x2 ±0 -> True
-        x1 fin & x2 fin & x1 =x2 -> True; x1 any -> False
-    """,
-    "exp": "x nan -> nan; x +0 -> 1; x -0 -> 1; x +inf -> +inf; x -inf -> +0",
-    "expm1": f"{_ODD}; x +inf -> +inf; x -inf -> -1",
-    "floor": _ROUNDING,
-    "floor_divide": f"""{_QUOTIENT}
-        # "libraries may return NaN" (+-inf // finite), "may return -1.0" (mixed signs)
-        x1 +inf & x2 +fin -> ?; x1 +inf & x2 -fin -> ?
-        x1 -inf & x2 +fin -> ?; x1 -inf & x2 -fin -> ?
-        x1 +fin & x2 +inf -> +0; x1 +fin & x2 -inf -> ?
-        x1 -fin & x2 +inf -> ?; x1 -fin & x2 -inf -> +0
-    """,
-    "hypot": """
-        x1 ±inf -> +inf; x2 ±inf -> +inf; x1 ±0 -> |x2|; x2 ±0 -> |x1|
-        x1 !inf & x2 nan -> nan; x2 !inf & x1 nan -> nan
-    """,
-    "isfinite": "x ±inf -> False; x nan -> False; x fin -> True",
-    "isinf": "x ±inf -> True; x any -> False",
-    "isnan": "x nan -> True; x any -> False",
-    "log": _LOGARITHM,
-    "log1p": "x nan -> nan; x <-1 -> nan; x =-1 -> -inf; x -0 -> -0; x +0 -> +0; x +inf -> +inf",
-    "log2": _LOGARITHM,
-    "log10": _LOGARITHM,
-    "logaddexp": """
-        x1 nan -> nan; x2 nan -> nan; x1 +inf & x2 !nan -> +inf; x1 !nan & x2 +inf -> +inf
-    """,
-    "maximum": "x1 nan -> nan; x2 nan -> nan",
-    "minimum": "x1 nan -> nan; x2 nan -> nan",
-    "multiply": """
-        x1 nan -> nan; x2 nan -> nan
-        x1 ±inf & x2 ±0 -> nan; x1 ±0 & x2 ±inf -> nan
-        x1 ±inf & x2 ±inf -> sgn*inf; x1 ±inf & x2 nzfin -> sgn*inf; x1 nzfin & x2 ±inf -> sgn*inf
-        # the sign rule on a product that is exactly zero ("remaining cases": IEEE 754)
-        x1 ±0 & x2 fin -> sgn*0; x1 fin & x2 ±0 -> sgn*0
-    """,
-    "nextafter": "x1 nan -> nan; x2 nan -> nan; x1 -0 & x2 +0 -> +0; x1 +0 & x2 -0 -> -0",
-    "not_equal": """
-        x1 nan -> True; x2 nan -> True
-        x1 +inf & x2 -inf -> True; x1 -inf & x2 +inf -> True
-        x1 fin & x2 fin & x1 !=x2 -> True
-        # "In the remaining cases, the result is False" would include a finite number against
-        # an infinite one; only the evidently meant remainder, equal operands, is kept
-        x1 =x2 -> False
-    """,
-    "pow": """
-        x1 !=1 & x2 nan -> nan; x2 +0 -> 1; x2 -0 -> 1; x1 nan & x2 !0 -> nan
-        x1 abs>1 & x2 +inf -> +inf; x1 abs>1 & x2 -inf -> +0
-        x1 abs=1 & x2 +inf -> 1; x1 abs=1 & x2 -inf -> 1; x1 =1 & x2 !nan -> 1
-        x1 abs<1 & x2 +inf -> +0; x1 abs<1 & x2 -inf -> +inf
-        x1 +inf & x2 >0 -> +inf; x1 +inf & x2 <0 -> +0
-        x1 -inf & x2 >0 & x2 odd -> -inf; x1 -inf & x2 >0 & x2 !odd -> +inf
-        x1 -inf & x2 <0 & x2 odd -> -0; x1 -inf & x2 <0 & x2 !odd -> +0
-        x1 +0 & x2 >0 -> +0; x1 +0 & x2 <0 -> +inf
-        x1 -0 & x2 >0 & x2 odd -> -0; x1 -0 & x2 >0 & x2 !odd -> +0
-        x1 -0 & x2 <0 & x2 odd -> -inf; x1 -0 & x2 <0 & x2 !odd -> +inf
-        x1 -fin & x2 fin & x2 !int -> nan
-    """,
-    "remainder": """
-        x1 nan -> nan; x2 nan -> nan
-        x1 ±inf & x2 ±inf -> nan; x1 ±0 & x2 ±0 -> nan
-        x1 +0 & x2 >0 -> +0; x1 -0 & x2 >0 -> +0; x1 +0 & x2 <0 -> -0; x1 -0 & x2 <0 -> -0
-        x1 >0 & x2 +0 -> nan; x1 >0 & x2 -0 -> nan; x1 <0 & x2 +0 -> nan; x1 <0 & x2 -0 -> nan
-        x1 +inf & x2 +fin -> nan; x1 +inf & x2 -fin -> nan
-        x1 -inf & x2 +fin -> nan; x1 -inf & x2 -fin -> nan
-        x1 +fin & x2 +inf -> x1; x1 +fin & x2 -inf -> x2
-        x1 -fin & x2 +inf -> x2; x1 -fin & x2 -inf -> x1
-    """,
-    "round": f"""{_ROUNDING}
-        # "the even integer closest to x_i": a zero of either sign for +-0.5
-        x half & x abs<1 -> ±0; x half -> even(x)
-    """,
-    "sign": "x <0 -> -1; x ±0 -> ±0; x >0 -> 1; x nan -> nan",
-    "signbit": """
-        x +0 -> False; x -0 -> True; x +inf -> False; x -inf -> True
-        x +fin -> False; x -fin -> True; x +nan -> False; x -nan -> True
-    """,
-    "sin": f"{_ODD}; x ±inf -> nan",
-    "sinh": f"{_ODD}; x +inf -> +inf; x -inf -> -inf",
-    "sqrt": "x nan -> nan; x <0 -> nan; x +0 -> +0; x -0 -> -0; x +inf -> +inf",
-    "tan": f"{_ODD}; x ±inf -> nan",
-    "tanh": f"{_ODD}; x +inf -> 1; x -inf -> -1",
-    "trunc": _ROUNDING,
-}
 
-_LOG_COMPLEX = """
-    a fin & b +inf -> +inf, pi/2; a fin & b nan -> nan, nan
-    a -inf & b +fin -> +inf, pi; a +inf & b +fin -> +inf, +0
-    a -inf & b +inf -> +inf, 3pi/4; a +inf & b +inf -> +inf, pi/4
-    a ±inf & b nan -> +inf, nan
-    a nan & b fin -> nan, nan; a nan & b +inf -> +inf, nan; a nan & b nan -> nan, nan
-"""
-_ALL_NAN = "a nan & b nan & c nan & d nan -> nan, nan"
+class SpecialCasesError(XamtError):
+    """The special-case tables cannot be read or an entry is malformed; the message names the
+    file and the entry. Exit code 8, as for the catalog's other data files."""
 
-COMPLEX: dict[str, str] = {
-    "abs": """
-        a ±inf -> +inf; b ±inf -> +inf; a ±0 -> |b|; b ±0 -> |a|
-        a nan & b fin -> nan; a fin & b nan -> nan; a nan & b nan -> nan
-    """,
-    "acos": """
-        a ±0 & b +0 -> pi/2, -0; a ±0 & b nan -> pi/2, nan
-        a fin & b +inf -> pi/2, -inf; a nzfin & b nan -> nan, nan
-        a -inf & b +fin -> pi, -inf; a +inf & b +fin -> +0, -inf
-        a -inf & b +inf -> 3pi/4, -inf; a +inf & b +inf -> pi/4, -inf
-        a ±inf & b nan -> nan, ±inf
-        a nan & b fin -> nan, nan; a nan & b +inf -> nan, -inf; a nan & b nan -> nan, nan
-    """,
-    "acosh": """
-        a ±0 & b +0 -> +0, pi/2; a fin & b +inf -> +inf, pi/2
-        a nzfin & b nan -> nan, nan; a +0 & b nan -> nan, ±pi/2
-        a -inf & b +fin -> +inf, pi; a +inf & b +fin -> +inf, +0
-        a -inf & b +inf -> +inf, 3pi/4; a +inf & b +inf -> +inf, pi/4
-        a ±inf & b nan -> +inf, nan
-        a nan & b fin -> nan, nan; a nan & b +inf -> +inf, nan; a nan & b nan -> nan, nan
-    """,
-    "asinh": """
-        a +0 & b +0 -> +0, +0; a +fin & b +inf -> +inf, pi/2; a fin & b nan -> nan, nan
-        a +inf & b +fin -> +inf, +0; a +inf & b +inf -> +inf, pi/4
-        a nan & b +0 -> nan, +0; a nan & b nzfin -> nan, nan
-        a nan & b +inf -> ±inf, nan; a nan & b nan -> nan, nan
-    """,
-    "atanh": """
-        a +0 & b +0 -> +0, +0; a +0 & b nan -> +0, nan; a =1 & b +0 -> +inf, +0
-        a +fin & b +inf -> +0, pi/2; a nzfin & b nan -> nan, nan
-        a +inf & b +fin -> +0, pi/2; a +inf & b +inf -> +0, pi/2; a +inf & b nan -> +0, nan
-        a nan & b fin -> nan, nan; a nan & b +inf -> ±0, pi/2; a nan & b nan -> nan, nan
-    """,
-    "cosh": """
-        a +0 & b +0 -> 1, +0; a +0 & b +inf -> nan, ±0; a +0 & b nan -> nan, ±0
-        a nzfin & b +inf -> nan, nan; a nzfin & b nan -> nan, nan
-        a +inf & b +0 -> +inf, +0; a +inf & b nzfin -> inf*cos(b), inf*sin(b)
-        a +inf & b +inf -> ±inf, nan; a +inf & b nan -> +inf, nan
-        a nan & b ±0 -> nan, ±0; a nan & b nzfin -> nan, nan; a nan & b nan -> nan, nan
-    """,
-    "divide": _ALL_NAN,
-    "equal": """
-        a nan -> False; b nan -> False; c nan -> False; d nan -> False
-        a =c & b =d -> True; a any -> False
-    """,
-    "exp": """
-        a ±0 & b +0 -> 1, +0; a fin & b +inf -> nan, nan; a fin & b nan -> nan, nan
-        a +inf & b +0 -> +inf, +0
-        a -inf & b fin -> 0*cos(b), 0*sin(b); a +inf & b nzfin -> inf*cos(b), inf*sin(b)
-        a -inf & b +inf -> ±0, ±0; a +inf & b +inf -> ±inf, nan
-        a -inf & b nan -> ±0, ±0; a +inf & b nan -> ±inf, nan
-        a nan & b +0 -> nan, +0; a nan & b !0 -> nan, nan; a nan & b nan -> nan, nan
-    """,
-    "expm1": """
-        a ±0 & b +0 -> ±0, +0; a fin & b +inf -> nan, nan; a fin & b nan -> nan, nan
-        a +inf & b +0 -> +inf, +0
-        # +0 * cis(b) - 1.0 and +infinity * cis(b) - 1.0
-        a -inf & b fin -> -1, 0*sin(b); a +inf & b nzfin -> inf*cos(b), inf*sin(b)
-        a -inf & b +inf -> -1, ±0; a +inf & b +inf -> ±inf, nan
-        a -inf & b nan -> -1, ±0; a +inf & b nan -> ±inf, nan
-        a nan & b +0 -> nan, +0; a nan & b !0 -> nan, nan; a nan & b nan -> nan, nan
-    """,
-    "isfinite": """
-        a nan -> False; b nan -> False; a ±inf -> False; b ±inf -> False
-        a fin & b fin -> True
-    """,
-    "isinf": "a ±inf -> True; a !inf & b ±inf -> True; a any -> False",
-    "isnan": "a nan -> True; b nan -> True; a any -> False",
-    "log": f"a -0 & b +0 -> -inf, pi; a +0 & b +0 -> -inf, +0; {_LOG_COMPLEX}",
-    "log1p": f"a =-1 & b +0 -> -inf, +0; {_LOG_COMPLEX}",
-    "multiply": _ALL_NAN,
-    "not_equal": """
-        a nan -> True; b nan -> True; c nan -> True; d nan -> True
-        a !=c -> True; b !=d -> True; a any -> False
-    """,
-    "sign": "a ±0 & b ±0 -> ±0, ±0; a nan -> nan, nan; b nan -> nan, nan",
-    "sinh": """
-        a +0 & b +0 -> +0, +0; a +0 & b +inf -> ±0, nan; a +0 & b nan -> ±0, nan
-        a +fin & b +inf -> nan, nan; a +fin & b nan -> nan, nan
-        a +inf & b +0 -> +inf, +0; a +inf & b +fin -> inf*cos(b), inf*sin(b)
-        a +inf & b +inf -> ±inf, nan; a +inf & b nan -> ±inf, nan
-        a nan & b +0 -> nan, +0; a nan & b nzfin -> nan, nan; a nan & b nan -> nan, nan
-    """,
-    "sqrt": """
-        a ±0 & b +0 -> +0, +0; a any & b +inf -> +inf, +inf; a fin & b nan -> nan, nan
-        a -inf & b +fin -> +0, +inf; a +inf & b +fin -> +inf, +0
-        a -inf & b nan -> nan, ±inf; a +inf & b nan -> +inf, nan
-        # "a is NaN and b is any value" would include b = -inf, where C99 (csqrt(conj(z)) =
-        # conj(csqrt(z))) has +inf - inf j: left open
-        a nan & b -inf -> ?; a nan & b any -> nan, nan; a nan & b nan -> nan, nan
-    """,
-    "tanh": """
-        a +0 & b +0 -> +0, +0
-        # a +0 & b +inf / nan: "+0 + NaN j", but "may be NaN + NaN j" with older C libraries
-        a nzfin & b +inf -> nan, nan; a +0 & b +inf -> ?
-        a nzfin & b nan -> nan, nan; a +0 & b nan -> ?
-        # "1 + 0j"; C99 G.6.2.6 has 1 + 0*sin(2b) j: the imaginary sign is not checked
-        a +inf & b +fin -> 1, ±0; a +inf & b +inf -> 1, ±0; a +inf & b nan -> 1, ±0
-        a nan & b +0 -> nan, +0; a nan & b nz -> nan, nan; a nan & b nan -> nan, nan
-    """,
-}
+    exit_code = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -426,46 +155,6 @@ class Via:
     args: str = ""
     result: str = ""
     componentwise: bool = False
-
-
-REAL_VIA: dict[str, Via] = {
-    "reciprocal": Via(base="divide", args="1,x"),
-    "square": Via(base="multiply", args="x,x"),
-    "subtract": Via(base="add", args="x1,-x2"),
-}
-COMPLEX_VIA: dict[str, Via] = {
-    "add": Via(base="add", componentwise=True),
-    "asin": Via(base="asinh", args="1j*x", result="-1j*w"),
-    "atan": Via(base="atanh", args="1j*x", result="-1j*w"),
-    "cos": Via(base="cosh", args="1j*x"),
-    "log2": Via(base="log", result="w/ln2"),
-    "log10": Via(base="log", result="w/ln10"),
-    "round": Via(base="round", componentwise=True),
-    "sin": Via(base="sinh", args="1j*x", result="-1j*w"),
-    "square": Via(base="multiply", args="x,x"),
-    "subtract": Via(base="add", args="x1,-x2"),
-    "tan": Via(base="tanh", args="1j*x", result="-1j*w"),
-}
-
-BINARY = frozenset(
-    "add atan2 copysign divide equal floor_divide hypot logaddexp maximum minimum multiply"
-    " nextafter not_equal pow remainder subtract".split()
-)
-# Beyond the standard: special values that a function's mathematical definition fixes where
-# the standard has no such function. The Bessel functions of the second kind Y0, Y1 and the
-# modified K0, K1 are real only for x > 0 (DLMF 10.2 and 10.25: a branch cut along the
-# negative axis, a logarithmic singularity at 0), and vanish as x -> +inf (DLMF 10.7, 10.30).
-DEFINED: dict[str, str] = {
-    "bessel_y0": "x nan -> nan; x ±0 -> -inf; x <0 -> nan; x +inf -> +0",
-    "bessel_y1": "x nan -> nan; x ±0 -> -inf; x <0 -> nan; x +inf -> +0",
-    "bessel_k0": "x nan -> nan; x ±0 -> +inf; x <0 -> nan; x +inf -> +0",
-    "bessel_k1": "x nan -> nan; x ±0 -> +inf; x <0 -> nan; x +inf -> +0",
-}
-BEYOND_STANDARD = frozenset(DEFINED)
-
-SPECIAL_OPS: frozenset[str] = frozenset().union(REAL, REAL_VIA, COMPLEX, COMPLEX_VIA, DEFINED)
-
-# --- parsed rows ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -496,8 +185,6 @@ _ROLES: dict[tuple[Kind, int], tuple[str, ...]] = {
     ("complex", 1): ("a", "b"),
     ("complex", 2): ("a", "b", "c", "d"),
 }
-# Complex operations whose result is real (or bool).
-_REAL_RESULT = frozenset({"abs", "equal", "isfinite", "isinf", "isnan", "not_equal"})
 
 
 def _part(token: str, roles: tuple[str, ...], text: str) -> Part:
@@ -543,13 +230,243 @@ def rows_of(table: str) -> list[str]:
     return [row.strip() for line in lines for row in line.split(";") if row.strip()]
 
 
-def _parse(tables: Mapping[str, str], kind: Kind) -> dict[str, tuple[Rule, ...]]:
-    parsed: dict[str, tuple[Rule, ...]] = {}
-    for op, table in tables.items():
-        roles = _ROLES[kind, 2 if op in BINARY else 1]
-        width = 1 if kind == "real" or op in _REAL_RESULT else 2
-        parsed[op] = tuple(parse_row(text, roles, width) for text in rows_of(table))
-    return parsed
+# --- the data file --------------------------------------------------------------------------
+# The keys an entry of each table takes: (required, optional), the types of their values. The
+# order of the tables is the order in which SOURCES takes an operation's link.
+_ENTRY_KEYS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "real": (frozenset({"rows", "link"}), frozenset()),
+    "defined": (frozenset({"rows", "link", "reason"}), frozenset()),
+    "real_via": (frozenset({"base", "link"}), frozenset({"args", "result", "componentwise"})),
+    "complex": (frozenset({"rows", "link"}), frozenset({"real_result"})),
+    "complex_via": (frozenset({"base", "link"}), frozenset({"args", "result", "componentwise"})),
+}
+_TOP_KEYS = frozenset({"binary", "shared", *_ENTRY_KEYS})
+_FLAGS = frozenset({"real_result", "componentwise"})  # booleans; every other value is a string
+_OPTIONAL_TEXT = frozenset({"args", "result"})  # strings that may be empty
+# The tables of rows, with the kind of input they are for.
+_ROW_TABLES: tuple[tuple[str, Kind], ...] = (
+    ("real", "real"),
+    ("defined", "real"),
+    ("complex", "complex"),
+)
+_VIA_TABLES: tuple[tuple[str, Kind], ...] = (("real_via", "real"), ("complex_via", "complex"))
+_SHARED_MARK = "@"  # a row "@NAME" stands for the rows of shared.NAME
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tables:
+    """The checked contents of a special-cases file (:func:`load_tables`), keyed by operation.
+
+    ``real``, ``complex``, ``defined``: an operation's rows, one a line, shared rows written
+    out; ``real_via``, ``complex_via``: its :class:`Via` records; ``binary``: the operations
+    taking ``x1``, ``x2``; ``real_result``: complex operations whose result is real (or bool);
+    ``rules``: the rows parsed, per kind (``defined`` among the real ones); ``sources``: the
+    page an operation's entry cites (its first entry's, in the order real, defined, real_via,
+    complex, complex_via); ``reasons``: why a beyond-standard operation's rows hold.
+    """
+
+    real: dict[str, str]
+    complex: dict[str, str]
+    defined: dict[str, str]
+    real_via: dict[str, Via]
+    complex_via: dict[str, Via]
+    binary: frozenset[str]
+    real_result: frozenset[str]
+    rules: dict[Kind, dict[str, tuple[Rule, ...]]]
+    sources: dict[str, str]
+    reasons: dict[str, str]
+
+
+def load_tables(path: Path = SPECIAL_CASES_PATH) -> Tables:
+    """Read and check a special-cases file (the shipped one unless ``path`` names another).
+
+    Raises:
+        SpecialCasesError: the file cannot be read, or an entry is malformed: an unknown or
+            missing key, a value of the wrong type, a link that is not https, a row that does
+            not parse, an unknown shared row set or ARGS/RESULTS map, an operation given twice
+            for one kind, or a via whose base has no rows of the kind it needs. The message
+            names the file and the entry.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise SpecialCasesError(f"{path}: cannot read the special cases: {exc}") from None
+    _check_keys(path, "the top level", data, frozenset(), _TOP_KEYS)
+    shared = _shared_rows(path, data.get("shared", {}))
+    binary = _binary(path, data.get("binary", []))
+    entries = {table: _entries(path, table, data.get(table, {})) for table in _ENTRY_KEYS}
+
+    rules: dict[Kind, dict[str, tuple[Rule, ...]]] = {"real": {}, "complex": {}}
+    texts: dict[str, dict[str, str]] = {}
+    for table, kind in _ROW_TABLES:
+        texts[table] = {}
+        for op, entry in entries[table].items():
+            where = f"[{table}.{op}]"
+            if op in rules[kind]:
+                raise _error(path, where, f"{op!r} has {kind} rows already: keep one table")
+            rows = _expand(path, where, entry["rows"], shared)
+            roles = _ROLES[kind, 2 if op in binary else 1]
+            width = 1 if kind == "real" or entry.get("real_result", False) else 2
+            try:
+                rules[kind][op] = tuple(parse_row(row, roles, width) for row in rows)
+            except ValueError as exc:
+                raise _error(
+                    path, where, f"{exc} (the header of the file has the syntax)"
+                ) from None
+            texts[table][op] = "\n".join(rows)
+
+    vias: dict[Kind, dict[str, Via]] = {"real": {}, "complex": {}}
+    for table, kind in _VIA_TABLES:
+        for op, entry in entries[table].items():
+            where = f"[{table}.{op}]"
+            via = Via(
+                base=entry["base"],
+                args=entry.get("args", ""),
+                result=entry.get("result", ""),
+                componentwise=entry.get("componentwise", False),
+            )
+            _check_maps(path, where, via)
+            if op in rules[kind]:
+                raise _error(path, where, f"{op!r} has {kind} rows too: keep the rows or the via")
+            vias[kind][op] = via
+    for table, kind in _VIA_TABLES:
+        for op in vias[kind]:
+            _check_base(path, f"[{table}.{op}]", op, kind, rules, vias)
+
+    known = {*rules["real"], *rules["complex"], *vias["real"], *vias["complex"]}
+    if unknown := sorted(binary - known):
+        raise _error(path, "binary", f"no entry for {', '.join(unknown)}: remove it or add one")
+    sources: dict[str, str] = {}
+    for table in _ENTRY_KEYS:
+        for op, entry in entries[table].items():
+            sources.setdefault(op, entry["link"])
+    return Tables(
+        real=texts["real"],
+        complex=texts["complex"],
+        defined=texts["defined"],
+        real_via=vias["real"],
+        complex_via=vias["complex"],
+        binary=binary,
+        real_result=frozenset(
+            op for op, entry in entries["complex"].items() if entry.get("real_result", False)
+        ),
+        rules=rules,
+        sources=sources,
+        reasons={op: entry["reason"] for op, entry in entries["defined"].items()},
+    )
+
+
+def _error(path: Path, where: str, what: str) -> SpecialCasesError:
+    return SpecialCasesError(f"{path}: {where}: {what}")
+
+
+def _check_keys(
+    path: Path,
+    where: str,
+    table: Mapping[str, Any],
+    required: frozenset[str],
+    allowed: frozenset[str],
+) -> None:
+    if unknown := sorted(set(table) - allowed):
+        expected = ", ".join(sorted(allowed))
+        raise _error(path, where, f"unknown key(s) {', '.join(unknown)} (expected: {expected})")
+    if missing := sorted(required - set(table)):
+        raise _error(path, where, f"missing {', '.join(missing)}")
+
+
+def _shared_rows(path: Path, raw: object) -> dict[str, list[str]]:
+    if not isinstance(raw, dict):
+        raise _error(path, "[shared]", "not a table of named rows")
+    shared: dict[str, list[str]] = {}
+    for name, text in raw.items():
+        where = f"[shared] {name}"
+        if not isinstance(text, str) or not rows_of(text):
+            raise _error(path, where, "not a string of rows")
+        rows = rows_of(text)
+        if any(row.startswith(_SHARED_MARK) for row in rows):
+            raise _error(path, where, "shared rows cannot refer to other shared rows")
+        shared[name] = rows
+    return shared
+
+
+def _binary(path: Path, raw: object) -> frozenset[str]:
+    if not isinstance(raw, list) or not all(isinstance(op, str) for op in raw):
+        raise _error(path, "binary", "not a list of operation names")
+    return frozenset(raw)
+
+
+def _entries(path: Path, table: str, raw: object) -> dict[str, dict[str, Any]]:
+    """The entries of one table, their keys and the types of their values checked."""
+    if not isinstance(raw, dict):
+        raise _error(path, f"[{table}]", f"not a table: write one [{table}.NAME] per operation")
+    required, optional = _ENTRY_KEYS[table]
+    for op, entry in raw.items():
+        where = f"[{table}.{op}]"
+        if not isinstance(entry, dict):
+            raise _error(path, where, f"not a table: write [{table}.{op}] with its keys")
+        _check_keys(path, where, entry, required, required | optional)
+        for key, value in entry.items():
+            if key in _FLAGS and not isinstance(value, bool):
+                raise _error(path, where, f"{key} must be true or false")
+            if key not in _FLAGS and not (
+                isinstance(value, str) and (value or key in _OPTIONAL_TEXT)
+            ):
+                raise _error(path, where, f"{key} must be a non-empty string")
+        if not entry["link"].startswith("https://"):
+            raise _error(path, where, f"link {entry['link']!r} is not an https address: cite one")
+    return raw
+
+
+def _expand(path: Path, where: str, text: str, shared: Mapping[str, list[str]]) -> list[str]:
+    """An entry's rows, each "@NAME" replaced by the shared rows it names."""
+    rows: list[str] = []
+    for row in rows_of(text):
+        name = row.removeprefix(_SHARED_MARK)
+        if name == row:
+            rows.append(row)
+        elif name in shared:
+            rows.extend(shared[name])
+        else:
+            raise _error(path, where, f"no shared rows {name!r}: add them to [shared]")
+    if not rows:
+        raise _error(path, where, "no rows: write them or remove the entry")
+    return rows
+
+
+def _check_maps(path: Path, where: str, via: Via) -> None:
+    if via.args and via.args not in ARGS:
+        raise _error(path, where, f"unknown args {via.args!r} (expected: {', '.join(ARGS)})")
+    if via.result and via.result not in RESULTS:
+        known = ", ".join(RESULTS)
+        raise _error(path, where, f"unknown result {via.result!r} (expected: {known})")
+    if via.componentwise and (via.args or via.result):
+        raise _error(path, where, "a componentwise via maps no args or result")
+
+
+def _check_base(
+    path: Path,
+    where: str,
+    op: str,
+    kind: Kind,
+    rules: Mapping[Kind, Mapping[str, object]],
+    vias: Mapping[Kind, Mapping[str, Via]],
+) -> None:
+    """A via must end in rows: its base's (of the real kind for a componentwise via), or those
+    its base's own via ends in."""
+    seen = {(op, kind)}
+    via = vias[kind][op]
+    while True:
+        kind = "real" if via.componentwise else kind
+        if via.base in rules[kind]:
+            return
+        if via.base not in vias[kind]:
+            raise _error(
+                path, where, f"base {via.base!r} has no {kind} rows: add [{kind}.{via.base}]"
+            )
+        if (via.base, kind) in seen:
+            raise _error(path, where, f"base {via.base!r} leads back here: a via must end in rows")
+        seen.add((via.base, kind))
+        via = vias[kind][via.base]
 
 
 # --- evaluation -----------------------------------------------------------------------------
@@ -661,10 +578,21 @@ def _apply(rules: tuple[Rule, ...], v: Variables, shape: tuple[int, ...]) -> Fix
     return Fixed(mask, tuple(values), tuple(signless), tuple(nan_sign), rule)
 
 
-RULES: dict[Kind, dict[str, tuple[Rule, ...]]] = {
-    "real": _parse({**REAL, **DEFINED}, "real"),
-    "complex": _parse(COMPLEX, "complex"),
-}
+# --- the tables, loaded ---------------------------------------------------------------------
+
+TABLES = load_tables()
+REAL: dict[str, str] = TABLES.real
+COMPLEX: dict[str, str] = TABLES.complex
+REAL_VIA: dict[str, Via] = TABLES.real_via
+COMPLEX_VIA: dict[str, Via] = TABLES.complex_via
+BINARY: frozenset[str] = TABLES.binary
+# Beyond the standard: special values that a function's mathematical definition fixes where the
+# standard has no such function (the reasons: TABLES.reasons).
+DEFINED: dict[str, str] = TABLES.defined
+BEYOND_STANDARD = frozenset(DEFINED)
+SOURCES: dict[str, str] = TABLES.sources
+SPECIAL_OPS: frozenset[str] = frozenset().union(REAL, REAL_VIA, COMPLEX, COMPLEX_VIA, DEFINED)
+RULES: dict[Kind, dict[str, tuple[Rule, ...]]] = TABLES.rules
 VIA: dict[Kind, dict[str, Via]] = {"real": REAL_VIA, "complex": COMPLEX_VIA}
 
 
