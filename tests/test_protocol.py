@@ -88,6 +88,16 @@ def test_non_finite_floats_round_trip(value: float) -> None:
     assert (math.isnan(back) and math.isnan(value)) or back == value
 
 
+def test_the_sign_of_a_nan_float_survives() -> None:
+    """copysign(nan, -1) returned as a numpy float64 scalar (a Python float) keeps its sign
+    bit: numpy.copysign's answer is judged on it."""
+    negative = math.copysign(math.nan, -1.0)
+    for value in (negative, np.float64(negative)):
+        back = roundtrip(value)
+        assert math.isnan(back) and math.copysign(1.0, back) == -1.0
+    assert math.copysign(1.0, roundtrip(math.nan)) == 1.0
+
+
 def test_numpy_scalars_keep_their_dtype() -> None:
     back = roundtrip(np.float16(1.5))
     assert isinstance(back, np.ndarray) and back.dtype == np.float16 and back.shape == ()

@@ -18,7 +18,8 @@ Values are JSON trees in which non-JSON values are tagged objects:
     {"$t": [...]}                                     tuple
     {"$d": "float64"}                                 a dtype given by name
     {"$api": "jax.lax.max"}                           a callable of the worker's library
-    {"$f": "nan" | "inf" | "-inf"}                    a non-finite Python float
+    {"$f": "nan" | "-nan" | "inf" | "-inf"}           a non-finite Python float ("-nan": the
+                                                      sign bit set, as copysign leaves it)
     {"$c": [re, im]}                                  a Python complex
     {"$map": [[key, value], ...]}                     a dict (keys are values too)
     {"$obj": "<type>", "repr": "..."}                 an output that is not data (reply only)
@@ -306,7 +307,9 @@ class _Encoder:
         if isinstance(obj, float):
             if math.isfinite(obj):
                 return obj
-            return {"$f": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
+            if math.isnan(obj):
+                return {"$f": "-nan" if math.copysign(1.0, obj) < 0 else "nan"}
+            return {"$f": "inf" if obj > 0 else "-inf"}
         if isinstance(obj, complex):
             return {"$c": [self.value(obj.real), self.value(obj.imag)]}
         if isinstance(obj, np.ndarray):
@@ -458,9 +461,9 @@ class _Decoder:
             return ApiRef(str(node["$api"]))
         if "$f" in node:
             text = node["$f"]
-            if text not in ("nan", "inf", "-inf"):
+            if text not in ("nan", "-nan", "inf", "-inf"):
                 raise ProtocolError(f"bad non-finite float {text!r}")
-            return float(text)
+            return math.copysign(math.nan, -1.0) if text == "-nan" else float(text)
         if "$c" in node:
             re, im = node["$c"]
             return complex(self.value(re), self.value(im))
