@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from xamt import formulas
 from xamt.catalog import model
 from xamt.catalog.model import Group
-from xamt.oracle import formulas
-from xamt.oracle.verdict import judge
+from xamt.oracle.verdict import Terms, judge
 from xamt.replay import judge_case
 from xamt.types import Case, Outcome
 
@@ -96,7 +96,7 @@ def test_a_formula_reference_outvotes_a_majority_but_not_on_zero_signs() -> None
         "paddle": ok("paddle", skip),
     }
     reference = ok("numpy", ref)
-    got = judge(outs, reference, open_positions=open_, reference_signs=False)
+    got = judge(outs, reference, Terms(open_positions=open_, reference_signs=False))
     assert {(b.library, b.confidence) for b in got.blames} == {
         ("tensorflow", "reference"),
         ("paddle", "reference"),
@@ -105,7 +105,7 @@ def test_a_formula_reference_outvotes_a_majority_but_not_on_zero_signs() -> None
     zeros["paddle"] = np.array([-0.0], np.float32)
     outs = {lib: ok(lib, v) for lib, v in zeros.items()}
     reference = ok("numpy", np.array([-0.0]))
-    got = judge(outs, reference, open_positions=np.zeros(1, bool), reference_signs=False)
+    got = judge(outs, reference, Terms(open_positions=np.zeros(1, bool), reference_signs=False))
     assert {(b.kind, b.library, b.confidence) for b in got.blames} == {
         ("signed-zero", "paddle", "majority")
     }
@@ -209,9 +209,10 @@ def case_of(group: Group, x: np.ndarray, libs: tuple[str, ...]) -> Case:
 
 
 def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> None:
-    """sinc(inf) is 0 as a limit and NaN as numpy evaluates it (paddle returns the limit);
-    hardswish(DBL_MAX) is DBL_MAX by definition and inf where x * 6 comes first. Neither
-    position blames anyone; a wrong value beside them still does."""
+    """sinc(inf) is 0 as a limit and NaN as numpy evaluates it: both stand (a 0 there is read
+    as the NaN), while any other value (paddle's 1.0) is judged; hardswish(DBL_MAX) is DBL_MAX
+    by definition and inf where x * 6 comes first. Neither position blames anyone; a wrong
+    value beside them still does."""
     groups = {g.id: g for g in model.load().groups}
     sinc = groups["sinc"]
     x = np.array([math.inf, 0.5], np.float32)
@@ -219,14 +220,18 @@ def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> Non
     right = np.float32(np.sinc(0.5))
     with np.errstate(invalid="ignore"):
         reference = ok("numpy", np.sinc(x.astype(np.float64)))
-    for paddle_half, blamed in ((right, set()), (np.float32(0.1), {"paddle"})):
+    for paddle_inf, paddle_half, blamed in (
+        (0.0, right, set()),
+        (0.0, np.float32(0.1), {"paddle"}),
+        (1.0, right, {"paddle"}),
+    ):
         outs = {
             "numpy": ok("numpy", np.array([math.nan, right], np.float32)),
             "torch": ok("torch", np.array([math.nan, right], np.float32)),
-            "paddle": ok("paddle", np.array([0.0, paddle_half], np.float32)),
+            "paddle": ok("paddle", np.array([paddle_inf, paddle_half], np.float32)),
         }
         run_ = judge_case(case, sinc, outs, reference, known=[])
-        assert {s.blame.library for s in run_.signed} == blamed
+        assert {s.blame.library for s in run_.decided} == blamed
     hardswish = groups["hardswish"]
     big = np.finfo(np.float64).max
     case = case_of(hardswish, np.array([big, -math.inf, 1.0]), ("torch", "paddle", "mindspore"))
@@ -236,9 +241,9 @@ def test_limits_and_overflow_orders_no_reference_decides_are_not_judged() -> Non
         "paddle": ok("paddle", torch_like),
         "mindspore": ok("mindspore", np.array([big, 0.0, 2.0 / 3.0])),
     }
-    assert judge_case(case, hardswish, outs, None, known=[]).signed == ()
+    assert judge_case(case, hardswish, outs, None, known=[]).decided == ()
     outs["mindspore"] = ok("mindspore", np.array([big, 0.0, 0.5]))
-    assert {s.blame.library for s in judge_case(case, hardswish, outs, None, known=[]).signed} == {
+    assert {s.blame.library for s in judge_case(case, hardswish, outs, None, known=[]).decided} == {
         "mindspore"
     }
 
@@ -264,7 +269,7 @@ def test_interpolated_order_statistics_of_infinities_are_not_judged() -> None:
             "mxnet": ok("mxnet", np.array([mxnet], np.float32)),
         }
         ref = ok("numpy", np.array([numpy]))
-        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).decided}
 
     assert judged(x, -math.inf, math.nan) == set()
     finite = np.array([[1.0, -2.0, 0.16]], np.float32)
@@ -291,7 +296,7 @@ def test_a_negative_probability_target_is_no_case() -> None:
             "mindspore": ok("mindspore", np.array(math.nan, np.float32)),
             "paddle": ok("paddle", np.array(paddle, np.float32)),
         }
-        return {s.blame.library for s in judge_case(case, group, outs, None, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, group, outs, None, known=[]).decided}
 
     assert judged(np.array([-0.3, 0.5], np.float32), 0.52) == set()
     assert judged(np.array([0.3, 0.5], np.float32), 0.52) == {"paddle"}
@@ -315,7 +320,7 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
         }
         ref = ok("numpy", numpy_says.astype(np.float64))
         got = judge_case(case, cumsum, outs, ref, known=[])
-        assert {s.blame.library for s in got.signed} == blamed
+        assert {s.blame.library for s in got.decided} == blamed
     freq = groups["rfftfreq"]
     for n, blamed in ((-1, set()), (4, {"torch"})):
         case = case_with(freq, {"n": n}, ("numpy", "torch", "paddle"))
@@ -326,7 +331,7 @@ def test_zero_signs_of_running_sums_and_sample_counts_below_one_are_not_judged()
             "torch": ok("torch", np.zeros(right.size + 1, np.float32)),
         }
         got = judge_case(case, freq, outs, ok("numpy", right.astype(np.float64)), known=[])
-        assert {s.blame.library for s in got.signed} == blamed
+        assert {s.blame.library for s in got.decided} == blamed
 
 
 def test_the_sign_of_a_zero_a_masking_operation_fills_in_is_not_judged() -> None:
@@ -343,7 +348,7 @@ def test_the_sign_of_a_zero_a_masking_operation_fills_in_is_not_judged() -> None
         outs = {"numpy": ok("numpy", np.tril(x)), "mxnet": ok("mxnet", np.tril(x))}
         outs["mindspore"] = ok("mindspore", mindspore_says)
         ref = ok("numpy", np.tril(x.astype(np.float64)))
-        return {s.blame.library for s in judge_case(case, tril, outs, ref, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, tril, outs, ref, known=[]).decided}
 
     assert blamed(np.where(right == 0, x * 0, right)) == set()
     infinite = np.array([[1.0, np.inf], [3.0, 4.0]], np.float32)
@@ -369,7 +374,7 @@ def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
         "numpy": ok("numpy", np.array([1.0, math.nan, -1.0])),
         "mindspore": ok("mindspore", np.array([1.0, math.nan, math.nan], np.float32)),
     }
-    assert judge_case(case, geo, outs, outs["numpy"], known=[]).signed == ()
+    assert judge_case(case, geo, outs, outs["numpy"], known=[]).decided == ()
     frexp = groups["frexp"]
 
     def blamed_for(x: float, paddle_exponent: float) -> set[str]:
@@ -383,7 +388,7 @@ def test_no_real_geometric_sequence_and_no_frexp_exponent_of_infinity() -> None:
             "paddle": ok("paddle", (mant, wrong)),  # type: ignore[arg-type]
         }
         ref = ok("numpy", (mant.astype(np.float64), expo))  # type: ignore[arg-type]
-        return {s.blame.library for s in judge_case(case, frexp, outs, ref, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, frexp, outs, ref, known=[]).decided}
 
     assert blamed_for(math.inf, 1.0) == set()
     assert "paddle" in blamed_for(3.0, 7.0)
@@ -412,7 +417,7 @@ def test_rounding_to_decimals_in_a_16_bit_float_is_not_judged_by_its_last_digit(
         outs = {lib: ok(lib, right) for lib in libs[:-1]}
         outs[libs[-1]] = ok(libs[-1], wrong)
         ref = ok("numpy", np.round(x.astype(np.float64), decimals))
-        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).decided}
 
     assert blamed_for(np.float16, 1) == set()
     assert blamed_for(np.float32, 1) == {libs[-1]}
@@ -462,7 +467,7 @@ def test_the_order_inside_partitions_and_convolutions_of_infinities_are_not_judg
         outs = {"numpy": ok("numpy", numpy_says), "mxnet": ok("mxnet", mxnet_says)}
         ref = ok("numpy", numpy_says.astype(np.float64))
         got = judge_case(case, part, outs, ref, known=[])
-        assert {s.blame.library for s in got.signed} == blamed
+        assert {s.blame.library for s in got.decided} == blamed
     conv = groups["convolve@vector"]
     a = np.array([0.1, -math.inf, 1.0], np.float32)
     case = case_with(conv, {"x1": a, "x2": a}, ("numpy", "jax"), value_class="non-finite")
@@ -470,7 +475,7 @@ def test_the_order_inside_partitions_and_convolutions_of_infinities_are_not_judg
         direct = np.convolve(a, a)
     outs = {"numpy": ok("numpy", direct), "jax": ok("jax", np.full(5, math.nan, np.float32))}
     got = judge_case(case, conv, outs, ok("numpy", direct.astype(np.float64)), known=[])
-    assert got.signed == ()
+    assert got.decided == ()
 
 
 def test_complex_infinities_outside_the_standards_tables_are_not_judged_by_value() -> None:
@@ -491,7 +496,7 @@ def test_complex_infinities_outside_the_standards_tables_are_not_judged_by_value
         wrong[0] = complex(math.nan, math.nan)
         outs = {lib: ok(lib, right if lib in libs[:2] else wrong) for lib in libs}
         ref = ok("numpy", right.astype(np.complex128))
-        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, group, outs, ref, known=[]).decided}
 
     by_standard = blamed("exp", complex(math.inf, 0.0))
     assert "mindspore" in by_standard
@@ -513,10 +518,10 @@ def test_gcd_and_lcm_beyond_the_integer_range_are_not_judged_the_rest_exactly() 
     majority = np.array([2147483638, 1073643522], np.int32)
     outs = {lib: ok(lib, majority) for lib in libs}
     outs["paddle"] = ok("paddle", np.array([10, 1073643522], np.int32))
-    assert judge_case(case, group, outs, None, known=[]).signed == ()
+    assert judge_case(case, group, outs, None, known=[]).decided == ()
     outs["mindspore"] = ok("mindspore", np.array([2147483638, 1073643520], np.int32))
     got = judge_case(case, group, outs, None, known=[])
-    assert {s.blame.library for s in got.signed} == {"mindspore"}
+    assert {s.blame.library for s in got.decided} == {"mindspore"}
 
 
 def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judged() -> None:
@@ -536,7 +541,7 @@ def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judge
             wrapped = x.sum(axis=0)
         outs = {lib: ok(lib, wrapped) for lib in libs[:2]}
         outs["mindspore"] = ok("mindspore", mindspore_says)
-        return {s.blame.library for s in judge_case(case, total, outs, None, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, total, outs, None, known=[]).decided}
 
     big = np.array([[2**63 - 2], [6], [2**63 - 2]], np.int64)
     assert blamed_sum(big, np.array([-(2**63)], np.int64)) == set()
@@ -549,7 +554,7 @@ def test_integer_sums_that_may_wrap_and_transforms_of_dtype_limits_are_not_judge
         overflowed = np.fft.irfft(x)
     finite = np.where(np.isinf(overflowed), np.sign(overflowed) * 4.49e307, overflowed)
     outs = {"numpy": ok("numpy", overflowed), "torch": ok("torch", finite)}
-    assert judge_case(case, transform, outs, ok("numpy", overflowed), known=[]).signed == ()
+    assert judge_case(case, transform, outs, ok("numpy", overflowed), known=[]).decided == ()
 
 
 def test_integer_differences_past_the_dtypes_range_are_not_judged_by_value() -> None:
@@ -569,7 +574,7 @@ def test_integer_differences_past_the_dtypes_range_are_not_judged_by_value() -> 
             "mxnet": ok("mxnet", mxnet_says),
         }
         reference = ok("numpy", exact)
-        return {s.blame.library for s in judge_case(case, unwrap, outs, reference).signed}
+        return {s.blame.library for s in judge_case(case, unwrap, outs, reference).decided}
 
     wide = np.array([-(2**31), 1, 5], np.int32)
     assert not np.array_equal(np.unwrap(wide), np.unwrap(wide.astype(np.float64)))
@@ -598,7 +603,7 @@ def test_cosine_similarity_is_taken_along_the_broadcast_shape() -> None:
         "paddle": ok("paddle", own_axis.astype(np.float32)),
         "mindspore": ok("mindspore", own_axis.astype(np.float32)),
     }
-    judged = judge_case(case, group, outs, None, known=[]).signed
+    judged = judge_case(case, group, outs, None, known=[]).decided
     assert {s.blame.library for s in judged} == {"paddle", "mindspore"}
     zero = formulas.evaluate("cosine_similarity", {"x1": x1, "x2": np.zeros_like(x2)})
     assert (
@@ -619,14 +624,14 @@ def test_a_transform_of_a_0d_array_blames_only_a_dead_process() -> None:
         "paddle": crash,
     }
     got = judge_case(case, transform, outs, ok("numpy", x.astype(np.float64)), known=[])
-    assert {(s.blame.library, s.blame.kind) for s in got.signed} == {("paddle", "crash")}
+    assert {(s.blame.library, s.blame.kind) for s in got.decided} == {("paddle", "crash")}
     vector = case_with(transform, {"x": np.array([np.nan, 1.0], np.float32)}, ("numpy", "torch"))
     outs = {
         "numpy": ok("numpy", np.array([np.nan, np.nan], np.complex64)),
         "torch": ok("torch", np.array([np.nan, np.nan], np.float32)),
     }
     reference = ok("numpy", np.array([np.nan, np.nan], np.complex128))
-    judged = judge_case(vector, transform, outs, reference).signed
+    judged = judge_case(vector, transform, outs, reference).decided
     assert {s.blame.library for s in judged} == {"torch"}  # a vector's transform is complex
 
 
@@ -666,7 +671,7 @@ def test_conventions_and_domains_the_call_leaves_open_are_no_case() -> None:
     def blamed(group: Group, values: dict[str, Any], outs: dict[str, Any], **kw: Any) -> set:
         case = case_with(group, values, tuple(outs), **kw)
         given = {lib: ok(lib, v) for lib, v in outs.items()}
-        return {s.blame.library for s in judge_case(case, group, given, None, known=[]).signed}
+        return {s.blame.library for s in judge_case(case, group, given, None, known=[]).decided}
 
     nan_inf = {"numpy": np.array([np.inf], np.float32), "torch": np.array([np.inf], np.float32)}
     outs = {**nan_inf, "mindspore": np.array([np.nan], np.float32)}

@@ -50,7 +50,7 @@ from xamt.findings import (
     load_document,
 )
 from xamt.outcomes import summarize
-from xamt.report import render
+from xamt.report import github, render
 from xamt.report.github import IssueState, run_marker, signature_marker, signature_of
 from xamt.serialize import case_to_jsonable, to_jsonable
 from xamt.types import Case
@@ -123,6 +123,8 @@ def finding(
     detail: str = "",
     error: str = "",
     repro: dict[str, str] | None = None,
+    question: str = "",
+    decided_by: str = "",
 ) -> Finding:
     """A finding record as triage leaves it (the signature is fixed here, not computed)."""
     classification: Classification = "suspected-bug"
@@ -130,6 +132,8 @@ def finding(
         classification = "split"
     elif known is not None:
         classification = "documented-difference"
+    elif question:
+        classification = "unspecified"
     key = f"{FAMILY[kind]}/{library}/{callable}/{dtype or '-'}/{trigger}"
     case = Case(group=group, dtype=dtype, value_class=value_class, values=values, apis=apis, seed=7)
     return Finding(
@@ -148,6 +152,8 @@ def finding(
         dtype=dtype,
         detail=detail,
         error=error,
+        decided_by=decided_by,
+        question=question,
         reproduced=3,
         runs=3,
         occurrences=occurrences,
@@ -400,7 +406,38 @@ def make_findings() -> list[Finding]:
         },
         detail="value: torch differs from jax at 1 position (an even split, no reference)",
     )
-    return [tri, sinc, entr, add, weird, argsort, acosh_jax, acosh_np, sqrt_np, nan_max, split]
+    zero_sum = finding(
+        library="paddle",
+        callable="paddle.cumsum",
+        kind="signed-zero",
+        group="cumsum",
+        apis={"numpy": "numpy.cumsum", "paddle": "paddle.cumsum"},
+        values={"x": np.array([-0.0, 1.0], dtype=f32)},
+        dtype="float32",
+        trigger="neg-zero",
+        outputs={
+            "numpy": ok("numpy.cumsum", np.array([-0.0, 1.0], dtype=f32)),
+            "paddle": ok("paddle.cumsum", np.array([0.0, 1.0], dtype=f32)),
+        },
+        detail="signed-zero: paddle differs from numpy at 1 position",
+        question="The sign of a zero a running sum or product starts from",
+        decided_by="unspecified: The sign of a zero a running sum or product starts from "
+        "(zero-sign-of-accumulator: https://standards.ieee.org/ieee/754/6210/)",
+    )
+    return [
+        tri,
+        sinc,
+        entr,
+        add,
+        weird,
+        argsort,
+        acosh_jax,
+        acosh_np,
+        sqrt_np,
+        nan_max,
+        split,
+        zero_sum,
+    ]
 
 
 SUPPORT = {
@@ -686,10 +723,31 @@ def test_support_matrix_is_a_heatmap_of_refusals() -> None:
 def test_counts_by_classification_and_kind() -> None:
     doc = fixture_doc()
     counts = section(render.summary_markdown(doc, FAMILIES), "Counts")
-    assert "| kind | suspected-bug | documented-difference | split | all |" in counts
-    assert "| nan | 1 | 1 | 0 | 2 |" in counts
-    assert "| dtype | 1 | 2 | 0 | 3 |" in counts
-    assert "| **all** | 7 | 3 | 1 | 11 |" in counts
+    header = "| kind | suspected-bug | documented-difference | unspecified | split | all |"
+    assert header in counts
+    assert "| nan | 1 | 1 | 0 | 0 | 2 |" in counts
+    assert "| dtype | 1 | 2 | 0 | 0 | 3 |" in counts
+    assert "| signed-zero | 1 | 0 | 1 | 0 | 2 |" in counts
+    assert "| **all** | 7 | 3 | 1 | 1 | 12 |" in counts
+
+
+def test_unspecified_findings_are_shown_by_question_and_never_filed() -> None:
+    """The unspecified section names each question once, the departing library and its
+    callables, and the trait's document; the filer's plan leaves the finding out."""
+    doc = fixture_doc()
+    md = render.summary_markdown(doc, FAMILIES)
+    questions = section(md, "Unspecified, by question")
+    assert "**The sign of a zero a running sum or product starts from**: 1 finding" in questions
+    assert "paddle (`paddle.cumsum`)" in questions
+    assert "`zero-sign-of-accumulator` ([why](https://standards.ieee.org/ieee/754/6210/))" in (
+        questions
+    )
+    assert "1 unspecified" in md.splitlines()[0]
+    filing = github.plan(doc, [])
+    unspecified = [f.signature for f in doc.findings if f.classification == "unspecified"]
+    planned = {a.signature for a in filing.actions}
+    assert unspecified and not set(unspecified) & planned
+    assert any("1 unspecified" in note for note in filing.notes)
 
 
 def test_summary_of_an_empty_campaign() -> None:
@@ -734,6 +792,7 @@ def many_findings(n: int, seed: int = 13) -> Document:
         bad = str(rng.choice(libs))
         split = rng.random() < 0.15
         known = None if split or rng.random() < 0.7 else INT_TO_FLOAT
+        question = "" if split or known or rng.random() < 0.8 else f"question {i % 5}"
         outputs: dict[str, dict[str, Any]] = {}
         for lib in libs:
             if lib == bad and kind == "crash":
@@ -755,6 +814,10 @@ def many_findings(n: int, seed: int = 13) -> Document:
             outputs=outputs,
             confidence="split" if split else ("reference" if i % 2 else "majority"),
             known=known,
+            question=question,
+            decided_by=f"unspecified: {question} (a-trait: https://example.org/{i % 5})"
+            if question
+            else "",
             occurrences=int(rng.integers(1, 60)),
             value_class="non-finite" if i % 4 == 0 else "ordinary",
             detail=f"{kind}: {bad} differs from the others at {i % 7 + 1} positions (e.g. "
@@ -1069,7 +1132,7 @@ def test_report_command_writes_and_appends_step_summary(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     html = (tmp_path / "out" / "report.html").read_text()
-    assert html.count("<svg") == 1 and html.count("<tbody id=") == 11
+    assert html.count("<svg") == 1 and html.count("<tbody id=") == 12
     # The scripts are linked from the report's folder to the campaign's, not inlined.
     assert '"base":"../"' in html
     sinc = by_callable(fixture_doc(), "paddle.sinc")

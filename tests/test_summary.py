@@ -23,7 +23,7 @@ from xamt import memory
 from xamt.errors import UsageError
 from xamt.oracle import compare, divergence
 from xamt.oracle import summary as summaries
-from xamt.oracle.verdict import judge
+from xamt.oracle.verdict import Terms, judge
 from xamt.outcomes import outcome_summary, outcome_text
 from xamt.serialize import from_jsonable, to_jsonable
 from xamt.types import Call, Outcome
@@ -184,8 +184,14 @@ def summarized_everywhere(value: Any) -> Any:
     return value
 
 
-# Tests that assert an exact detail line (a summary adds a note to it).
-EXACT_TEXT = {"test_nan_masks", "test_signed_zero"}
+# Tests that assert an exact detail line (a summary adds a note to it), and those of what is
+# judged on whole arrays only: the other part of a complex infinity is settled on whole
+# arrays (a summary's NaN and inf counts cover positions its sample does not hold).
+EXACT_TEXT = {
+    "test_nan_masks",
+    "test_signed_zero",
+    "test_the_other_part_of_a_complex_infinity_is_asked_not_decided",
+}
 
 
 def _replayed_tests() -> list[tuple[str, str]]:
@@ -295,9 +301,9 @@ def test_summaries_of_mixed_dtypes_judge_like_the_arrays(
     assert [(d.kind, d.odd) for d in compare(summed, reference=ref_s)] == expected
     assert (divergence(summed) == 0) == (divergence(whole) == 0)
     inputs = [base, base[::-1]] if op in ("floor_divide", "atan2") else [base]
-    got = judge(whole, ref, op=op, inputs=inputs).blames
+    got = judge(whole, ref, Terms(op=op, inputs=tuple(inputs))).blames
     blames = {(b.kind, b.library, b.confidence) for b in got}
-    got = judge(summed, ref_s, op=op, inputs=inputs).blames
+    got = judge(summed, ref_s, Terms(op=op, inputs=tuple(inputs))).blames
     assert {(b.kind, b.library, b.confidence) for b in got} == blames
 
 
@@ -384,8 +390,10 @@ def test_the_standard_judges_summarized_results_on_sampled_inputs() -> None:
     wrong = right.copy()
     wrong[x == 0] = 0.0
     outs = {"numpy": right, "torch": right, "jax": wrong}
-    whole = judge({k: ok(k, v) for k, v in outs.items()}, op="log", inputs=[x])
-    summed = judge({k: ok(k, summary_of(v)) for k, v in outs.items()}, op="log", inputs=[x])
+    whole = judge({k: ok(k, v) for k, v in outs.items()}, terms=Terms(op="log", inputs=(x,)))
+    summed = judge(
+        {k: ok(k, summary_of(v)) for k, v in outs.items()}, terms=Terms(op="log", inputs=(x,))
+    )
     key = {(b.kind, b.library, b.confidence) for b in whole.blames}
     assert key == {(b.kind, b.library, b.confidence) for b in summed.blames}
     assert ("inf", "jax", "reference") in key

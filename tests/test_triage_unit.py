@@ -144,19 +144,27 @@ def test_dtypes_are_simplified_to_the_validation_dtype_then_the_kind_canonical()
     assert in_canonical_dtypes(case(np.ones(2, np.float32), np.ones(2, np.float32)), GROUP) == []
 
 
-def test_the_root_of_a_suspected_bug_ignores_dtype_and_error_type() -> None:
+def test_the_root_of_a_suspected_bug_ignores_dtype_error_type_and_input_class() -> None:
     from test_findings import finding
 
     from xamt.triage.pipeline import same_root
 
     f = finding()
     assert same_root(f) == same_root(f.replace(dtype="float64", error="TypeError: x"))
-    assert same_root(f) != same_root(f.replace(trigger="inf"))
+    assert same_root(f) == same_root(f.replace(trigger="inf"))  # one callable's wrong result
     assert same_root(f) != same_root(f.replace(kind="status"))  # another family
+    assert same_root(f) != same_root(f.replace(callable="torch.other"))
     # a hung or dead process on NaN and on infinity: one missing check for non-finite input
     hang = f.replace(kind="hang", trigger="nan")
     assert same_root(hang) == same_root(hang.replace(trigger="inf", dtype="complex64"))
     assert same_root(hang) != same_root(hang.replace(trigger="empty"))
+    # a process that dies on one input class across a family's operations: one shared check
+    crash = f.replace(kind="crash", trigger="scalar", error="SIGSEGV")
+    fftn, ifftn = crash.replace(callable="paddle.fftn"), crash.replace(callable="paddle.ifftn")
+    assert same_root(fftn, "fft") == same_root(ifftn, "fft")
+    assert same_root(fftn) != same_root(ifftn)  # without the family: the callable
+    assert same_root(fftn, "fft") != same_root(ifftn.replace(error="SIGABRT"), "fft")
+    assert same_root(fftn, "fft") != same_root(ifftn.replace(trigger="empty"), "fft")
 
 
 def test_a_missing_attribute_inside_a_library_is_one_root_whatever_reached_it() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xamt.oracle.verdict import internal, judge, refused
+from xamt.oracle.verdict import Judgement, Opening, Terms, internal, judge, refused
 from xamt.types import ErrorInfo, Outcome
 from xamt.workers.protocol import BFloat16
 
@@ -22,9 +22,39 @@ def err(lib: str, type_: str, message: str) -> Outcome:
     )
 
 
+def terms(**kw: object) -> Terms:
+    """Terms from keywords, sequences as the tuples (and sets) the record holds."""
+    fixed = {
+        k: (frozenset(v) if k == "exclude" else tuple(v)) if isinstance(v, list | set) else v
+        for k, v in kw.items()
+    }
+    return Terms(**fixed)  # type: ignore[arg-type]
+
+
+def opening(*kinds: str, integer_results: bool = False) -> Opening:
+    return Opening(
+        kinds=frozenset(kinds),
+        question="a question nothing decides",
+        trait="a-trait",
+        link="https://example.org/doc",
+        integer_results=integer_results,
+    )
+
+
+def judged(outcomes: list[Outcome], reference: Outcome | None = None, **kw: object) -> Judgement:
+    return judge({o.library: o for o in outcomes}, reference, terms(**kw))
+
+
 def blamed(outcomes: list[Outcome], reference: Outcome | None = None, **kw: object) -> set:
-    j = judge({o.library: o for o in outcomes}, reference, **kw)  # type: ignore[arg-type]
-    return {(b.kind, b.library, b.confidence) for b in j.blames}
+    """The blames something decides: (kind, library, confidence)."""
+    j = judged(outcomes, reference, **kw)
+    return {(b.kind, b.library, b.confidence) for b in j.blames if not b.question}
+
+
+def unsettled(outcomes: list[Outcome], reference: Outcome | None = None, **kw: object) -> set:
+    """The blames no document decides: (kind, library)."""
+    j = judged(outcomes, reference, **kw)
+    return {(b.kind, b.library) for b in j.blames if b.question}
 
 
 def test_the_reference_decides_against_the_majority() -> None:
@@ -383,7 +413,10 @@ def test_signed_zeros_of_reductions_are_not_judged() -> None:
         ok("paddle", np.array([0.0])),
     ]
     assert blamed(outs) == {("signed-zero", "paddle", "majority")}
-    assert blamed(outs, signed_zeros=False) == set()
+    assert blamed(outs, openings=[opening("signed-zero")]) == set()
+    # not dropped: asked as the opening's question
+    assert unsettled(outs, openings=[opening("signed-zero")]) == {("signed-zero", "paddle")}
+    assert unsettled(outs, openings=[opening("nan", "value")]) == set()
 
 
 def test_integer_accumulators_of_other_widths_are_a_dtype_difference_only() -> None:
@@ -715,7 +748,9 @@ def test_a_nan_parameter_decides_no_nan_or_inf_mask() -> None:
         ok("tensorflow", max_only),
         ok("mxnet", max_only),
     ]
-    assert blamed(outs, inputs=[x], nan_parameter=True) == set()
+    nan_parameter = terms(inputs=[x], nan_parameter=True, openings=[opening("nan", "inf")])
+    assert blamed(outs, **vars(nan_parameter)) == set()
+    assert unsettled(outs, **vars(nan_parameter)) == {("nan", "tensorflow"), ("nan", "mxnet")}
     assert any(lib == "tensorflow" for _, lib, _ in blamed(outs, inputs=[x]))
 
 
@@ -758,3 +793,43 @@ def test_an_integer_result_a_numpy_scalar_holds_exactly_is_a_dtype_policy() -> N
         }
         halves["jax"] = ok("jax", np.array([int(held)], np.int32))
         assert {(b.kind, b.library) for b in judge(halves).blames} == blamed, held
+
+
+def test_the_other_part_of_a_complex_infinity_is_asked_not_decided() -> None:
+    """inf+nanj against inf+4.5j: C99 Annex G regards both as the same infinity; where an
+    opening of that scope applies the difference is a question, and a wrong finite value
+    beside it is still decided."""
+    c64 = np.complex64
+    scoped = Opening(
+        kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
+        question="the other part",
+        trait="complex-infinity-other-part",
+        link="https://example.org/annex-g",
+        scope="complex-infinities",
+    )
+    same = np.array([complex(np.inf, np.nan), 1 + 1j], c64)
+    other = np.array([complex(np.inf, 4.5), 1 + 1j], c64)
+    outs = [ok("numpy", same), ok("torch", same), ok("paddle", other)]
+    assert blamed(outs) == {("nan", "paddle", "majority")}
+    assert blamed(outs, openings=[scoped]) == set()
+    assert unsettled(outs, openings=[scoped]) == {("nan", "paddle")}
+    # another infinite part (-inf against inf) is no longer the same infinity: decided
+    flipped = [ok("numpy", same), ok("torch", same), ok("paddle", -other)]
+    assert ("paddle", "majority") in {(lib, c) for _, lib, c in blamed(flipped, openings=[scoped])}
+    # a wrong finite value beside it stays decided
+    wrong = np.array([complex(np.inf, 4.5), 2 + 1j], c64)
+    outs = [ok("numpy", same), ok("torch", same), ok("paddle", wrong)]
+    assert ("value", "paddle", "majority") in blamed(outs, openings=[scoped])
+
+
+def test_a_reference_that_ignores_the_standards_rule_has_no_say_where_the_rule_claims() -> None:
+    """expm1(+inf + 0j) is +inf + 0j by the standard (C99 Annex G); a reference (or a
+    majority) answering otherwise there does not blame the library that follows the rule,
+    and the rule blames the one that does not."""
+    x = np.array([complex(np.inf, 0.0), 0.5 + 0.5j], np.complex64)
+    rule = np.array([complex(np.inf, 0.0), np.expm1(0.5 + 0.5j)], np.complex64)
+    off = np.array([complex(np.nan, np.nan), np.expm1(0.5 + 0.5j)], np.complex64)
+    ref = ok("numpy", off.astype(np.complex128))
+    outs = [ok("numpy", off), ok("torch", rule), ok("jax", rule)]
+    got = blamed(outs, ref, op="expm1", inputs=[x], input_dtype="complex64")
+    assert {lib for _, lib, _ in got} == {"numpy"}

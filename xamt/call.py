@@ -15,7 +15,7 @@ import numpy as np
 from xamt import envs
 from xamt.errors import UsageError
 from xamt.libraries import library_of_api
-from xamt.oracle.verdict import Judgement, judge
+from xamt.oracle.verdict import Judgement, Terms, judge
 from xamt.types import Call, Outcome
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
 
@@ -62,5 +62,6 @@ def run_call(
         )
         versions = {lib: h.version for lib, h in pool.hellos().items()}
     op = next(iter(by_lib.values())).rsplit(".", 1)[-1].lower()
-    verdict = judge(outcomes, op=op, inputs=[a for a in args if isinstance(a, np.ndarray)])
+    inputs = tuple(a for a in args if isinstance(a, np.ndarray))
+    verdict = judge(outcomes, terms=Terms(op=op, inputs=inputs))
     return CallResult(outcomes=dict(outcomes), versions=versions, verdict=verdict)

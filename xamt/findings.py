@@ -36,7 +36,7 @@ Kind = Literal[
     "crash", "hang", "resource", "status", "shape", "dtype", "nan", "inf", "signed-zero", "value"
 ]
 Family = Literal["crash", "hang", "resource", "status", "shape", "dtype", "value"]
-Classification = Literal["suspected-bug", "documented-difference", "split"]
+Classification = Literal["suspected-bug", "documented-difference", "unspecified", "split"]
 Severity = Literal["critical", "high", "medium", "low"]
 Confidence = Literal["reference", "majority", "split"]
 
@@ -134,6 +134,11 @@ class Finding:
     dtype: str
     detail: str = ""
     error: str = ""
+    # what decides it: "<standard|reference|documentation|process|majority>: ...", or for an
+    # unspecified finding "unspecified: <question> (<trait>: <link>)"
+    decided_by: str = ""
+    # for an unspecified finding, the question nothing decides (the report groups by it)
+    question: str = ""
     reproduced: int = 0
     runs: int = 0
     occurrences: int = 1
@@ -194,6 +199,8 @@ def to_json(f: Finding) -> dict[str, Any]:
         "dtype": f.dtype,
         "detail": f.detail,
         "error": f.error,
+        "decided_by": f.decided_by,
+        "question": f.question,
         "reproduced": f.reproduced,
         "runs": f.runs,
         "occurrences": f.occurrences,
@@ -328,6 +335,8 @@ def _from_checked(raw: Any, where: str) -> Finding:
         input_classes=r.str_list("input_classes"),
         dtype=r.text("dtype"),
         detail=r.text("detail", ""),
+        decided_by=r.text("decided_by", ""),
+        question=r.text("question", ""),
         error=r.text("error", ""),
         reproduced=r.integer("reproduced", 0),
         runs=r.integer("runs", 0),

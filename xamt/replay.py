@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
-import re
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,21 +26,23 @@ from typing import Any, Concatenate, ParamSpec
 
 import numpy as np
 
+from xamt import formulas
 from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.normalize import canonical_param
+from xamt.catalog.ops import traits_of
 from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify, load_known
-from xamt.oracle import formulas, special
+from xamt.oracle import checks
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
-from xamt.oracle.verdict import Blame, Judgement, judge
+from xamt.oracle.verdict import Blame, Judgement, Opening, Terms, judge
 from xamt.outcomes import outcome_summary
 from xamt.serialize import case_to_jsonable
 from xamt.types import Call, Case, Outcome
-from xamt.workers.pool import WorkerPool
+from xamt.workers.pool import DEFAULT_MEMORY_CAP, WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES, BFloat16
 
 # Input dtypes whose cases also run numpy on the float64 (complex128) upcast input, as the
@@ -73,31 +73,6 @@ TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
 }
 TRIGGERS = tuple(TRIGGER_TAGS)
 ORDINARY = "ordinary"
-# Families whose results fix the sign of a zero (IEEE 754 arithmetic elementwise, exact
-# copies and fills); a reduction's, a transform's or a decomposition's zero has no sign to
-# get wrong, except where the standard's special cases say so.
-SIGNED_ZERO_FAMILIES = frozenset({"elementwise", "creation", "shape"})
-# Operations whose NaN and inf spread by each library's algorithm (LAPACK factorizations and
-# solvers, FFT butterflies, polynomial roots): on non-finite input only their shapes and
-# dtypes are judged. (A norm, product or reduction of inf has one right answer: judged.)
-NONFINITE_UNJUDGED = re.compile(
-    r"cholesky\w*|qr|geqrf|svd|svdvals|eig\w*|lstsq|solve|\w+_solve|inv|pinv|det|slogdet|"
-    r"logdet|log_matrix_determinant|lu|matrix_rank|matrix_exp|matrix_power|poly\w*|cov|"
-    r"corrcoef|\w*fft\w*|histogram\w*|cdist|pdist|cosine_similarity|cond|convolve|correlate|"
-    # interpolation between order statistics: numpy's lerp makes inf - inf a NaN where the
-    # limit (the minimum for q = 0) is a number, and another algorithm answers it
-    r"(nan)?(quantile|percentile)|"
-    # C99 7.12.6.4: the exponent frexp stores for an infinite or NaN value is unspecified
-    r"frexp"
-)
-# Deep-learning families whose outputs are weighted sums over windows (a convolution, an
-# interpolation): a zero weight meets an infinite input as 0 * inf = NaN or is skipped,
-# and a Winograd or FFT kernel spreads a NaN over its tile, by each library's algorithm.
-NONFINITE_UNJUDGED_FAMILIES = frozenset({"convolution", "resizing"})
-# Families whose results aggregate many inputs (sums, products, dot products): how rounding
-# and overflow accumulate depends on the summation order.
-AGGREGATES = frozenset({"reduction", "linalg", *dlcore.AGGREGATE_FAMILIES})
-FLOATING_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
 
 def triggers_in(tags: Sequence[str]) -> list[str]:
@@ -138,6 +113,16 @@ class Replayed:
 
     def signatures(self) -> set[str]:
         return {s.signature for s in self.signed}
+
+    @property
+    def decided(self) -> tuple[Signed, ...]:
+        """The signed blames something decides (not the questions nothing decides)."""
+        return tuple(s for s in self.signed if not s.blame.question)
+
+    @property
+    def questions(self) -> tuple[Signed, ...]:
+        """The signed blames no standard, reference or documentation decides."""
+        return tuple(s for s in self.signed if s.blame.question)
 
     def roots(self) -> set[str]:
         return {s.root for s in self.signed}
@@ -194,64 +179,6 @@ def int_magnitude(case: Case, group: Group) -> float:
     return found
 
 
-# gcd and lcm of integers: where the exact result does not fit the result's integer dtype
-# (lcm(-10, 2147483646) is 10737418230; gcd(INT_MIN, 0) is 2**31), every library's answer
-# is a wrapped artefact (numpy documents that integer overflow wraps silently), so those
-# positions are not judged; the rest still are, exactly.
-EXACT_INTEGER_OPS: dict[str, Callable[[int, int], int]] = {"gcd": math.gcd, "lcm": math.lcm}
-
-
-def _beyond_integer_range(op: str, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
-    """Positions whose exact ``op`` overflows the integer result dtype (None: not integers)."""
-    if len(arrays) != 2 or any(a.dtype.kind not in "iu" for a in arrays):
-        return None
-    try:
-        a, b = np.broadcast_arrays(*(x.astype(object) for x in arrays))
-    except ValueError:
-        return None  # (shapes that do not broadcast: the libraries judge that)
-    info = np.iinfo(np.result_type(*arrays))
-    exact = np.frompyfunc(EXACT_INTEGER_OPS[op], 2, 1)(a, b)
-    return np.asarray((exact > info.max) | (exact < info.min), bool).reshape(a.shape)
-
-
-# Integer aggregates that can wrap, by how their bound grows: a running product's as the
-# largest magnitude to the power of the count, a matrix product's as the count times the
-# operands' largest magnitudes, a sum's as the count times the largest magnitude. Other
-# aggregates (max, argmin, rot90) select values and cannot wrap.
-PRODUCTS = re.compile(r"(nan)?(cum)?prod|cumulative_prod")
-MATRIX_PRODUCTS = re.compile(
-    r"matmul|(add|b|addb|baddb)?mm|(add)?mv|(v)?dot|inner|outer|tensordot|einsum|kron|"
-    r"multi_dot|chain_matmul|addr"
-)
-SUMS = re.compile(r"(nan)?(cum)?sum|cumulative_sum|trace|(unsorted_)?segment_sum|reduce_sum")
-# Differences of neighbours, computed in the input's integer dtype (numpy.diff documents the
-# dtype is kept, so a difference past its range wraps): unwrap of [INT_MIN, 1] in int32.
-DIFFERENCES = re.compile(r"diff|diff_ext|ediff1d|unwrap|gradient")
-
-
-def _may_overflow(group: Group, arrays: Sequence[np.ndarray], order: object = None) -> bool:
-    """Whether integer arrays aggregated by ``group`` may leave their dtype's range, though
-    no value sits at its limits: [2**63 - 2, 6, 2**63 - 2] sums to 2**64 + 2 in int64; the
-    differences of order ``order`` (``n`` of diff) of values spanning more than the range."""
-    ints = [a for a in arrays if a.dtype.kind in "iu" and a.size]
-    if not ints:
-        return False
-    limit = max(int(np.iinfo(a.dtype).max) for a in ints)
-    if DIFFERENCES.fullmatch(group.op):
-        times = 2 ** (min(order, 64) - 1) if isinstance(order, int) and order > 1 else 1
-        return any((int(a.max()) - int(a.min())) * times > limit for a in ints)
-    n = max(a.size for a in ints)
-    largest = [max(abs(int(a.max())), abs(int(a.min()))) for a in ints]
-    if PRODUCTS.fullmatch(group.op):
-        m = max(largest)
-        return m > 1 and n * math.log2(m) >= math.log2(limit)
-    if MATRIX_PRODUCTS.fullmatch(group.op):
-        return n * math.prod(largest) > limit
-    if SUMS.fullmatch(group.op):
-        return n * max(largest) > limit
-    return False
-
-
 def _masks_only(
     outcomes: dict[str, Outcome], reference: Outcome, loose: np.ndarray
 ) -> tuple[dict[str, Outcome], Outcome]:
@@ -280,151 +207,6 @@ def needs_reference(case: Case, group: Group) -> bool:
     """Whether the float64 reference can judge this case: a float, complex or integer input,
     every integer exactly representable in float64 (below 2**53)."""
     return case.dtype in REFERENCE_DTYPES and int_magnitude(case, group) < 2.0**53
-
-
-def _clip_unspecified(case: Case, group: Group) -> bool:
-    """clip where the array API standard leaves the result unspecified (implementation-
-    dependent): a bound above the other, a floating bound for integer input, an integer bound
-    outside the input dtype's range
-    (https://data-apis.org/array-api/latest/API_specification/generated/array_api.clip.html)."""
-    if group.op != "clip":
-        return False
-    low, high = case.values.get("min"), case.values.get("max")
-    try:
-        if (
-            low is not None
-            and high is not None
-            and bool(np.any(np.asarray(low) > np.asarray(high)))
-        ):
-            return True
-    except (TypeError, ValueError):
-        pass  # (shapes that do not broadcast: the libraries judge that)
-    x = case.values.get("x")
-    if not isinstance(x, np.ndarray) or x.dtype.kind not in "iu":
-        return False
-    info = np.iinfo(x.dtype)
-    for bound in (low, high):
-        if bound is None:
-            continue
-        b = np.asarray(bound)
-        if b.dtype.kind not in "iub":
-            return True  # a floating bound for integer input
-        if b.size and (int(b.max()) > info.max or int(b.min()) < info.min):
-            return True
-    return False
-
-
-# Running sums and products: the sign of a zero depends on where the accumulator starts (a
-# sum started at +0 turns a first -0.0 into +0.0, one started at the first element keeps it);
-# IEEE 754 fixes no sum of one term, so their zero signs are not judged.
-ACCUMULATIONS = re.compile(r"(nan)?cum(sum|prod)|cumulative_(sum|prod)|logcumsumexp")
-# Operations that fill the positions they mask with zeros of their own: the array API
-# standard (tril, triu) and numpy say those elements are "zeroed", without a sign, so a -0.0
-# there (mindspore multiplies by a mask: -2.5 * 0) is no departure (a masked inf turned into
-# NaN still is).
-ZEROING = re.compile(r"tril|triu|diag|diagflat|diag_embed|matrix_band_part")
-# Window functions of a sample count: fftfreq(n, d) divides by n * d, so n must be positive
-# (numpy returns an empty array for a negative n without checking).
-SAMPLE_COUNTS = frozenset({"fftfreq", "rfftfreq"})
-ROUNDING_TO_DECIMALS = frozenset({"round", "around", "round_"})
-# Complex arithmetic on infinities is fixed only where C99 Annex G and the array API standard
-# give a function's special cases (special.COMPLEX, special.COMPLEX_VIA). Elsewhere (exp2 of
-# inf+0j) the NaN and inf parts of an elementwise function follow how an implementation
-# multiplies: numpy and std::complex multiply naively ((inf+0j)*(1+0j) is inf+nanj), Annex
-# G's G.5.1 recovers the infinity; both are conforming C, so those masks are not judged.
-COMPLEX_STANDARDIZED = frozenset(special.COMPLEX) | frozenset(special.COMPLEX_VIA)
-# numpy.partition documents "the order of all elements in the partitions is undefined": two
-# right answers differ position by position, so only shapes and dtypes are judged.
-UNORDERED_PARTITIONS = frozenset({"partition", "argpartition"})
-# Losses whose target is a probability distribution: a negative target is outside the
-# function's domain (torch.nn.functional.kl_div documents ``target`` as probabilities), and
-# every library's answer to log(negative) is an artefact.
-PROBABILITY_TARGETS = frozenset({"kl_div"})
-
-
-# Variances with a correction (ddof): N - correction must be positive; numpy warns "Degrees of
-# freedom <= 0" and divides by zero or a negative count, and every answer is an artefact.
-DEGREES_OF_FREEDOM = frozenset({"std", "var", "nanstd", "nanvar"})
-
-
-def _no_degrees_of_freedom(case: Case) -> bool:
-    """Whether a variance's correction leaves no degrees of freedom in some reduction."""
-    x, correction = case.values.get("x"), case.values.get("correction")
-    if not isinstance(x, np.ndarray) or not isinstance(correction, int | float | np.number):
-        return False
-    if not math.isfinite(float(correction)):
-        return False  # (a NaN or infinite correction: the libraries judge that)
-    axis = case.values.get("axis")
-    try:
-        axes = range(x.ndim) if axis is None else np.atleast_1d(axis).tolist()
-        count = math.prod(x.shape[int(a)] for a in axes)
-    except (IndexError, TypeError, ValueError):
-        return False  # (an axis out of range: the libraries judge that)
-    return count > 0 and count - correction <= 0
-
-
-# Pooling with ceil_mode: the last window may start past the input. torch documents that it
-# drops such a window ("sliding windows that start in the right padded region are ignored");
-# mxnet's pooling_convention="full" and paddle keep it (empty). Where the two conventions
-# give different lengths, the output shape is the convention's, not a departure.
-CEIL_MODE_POOLING = re.compile(r"(max|avg)_pool[123]d\[ceil_mode\]")
-
-
-def _ceil_mode_conventions_differ(case: Case, group: Group) -> bool:
-    """Whether a ceil_mode pooling case has a last window that starts past the input in some
-    spatial dimension (ceil((n - k) / s) windows after the first): torch drops it, the full
-    convention keeps it."""
-    if CEIL_MODE_POOLING.fullmatch(group.id) is None:
-        return False
-    x, k, s = case.values.get("x"), case.values.get("kernel_size"), case.values.get("stride")
-    if not isinstance(x, np.ndarray) or x.ndim < 3:
-        return False
-    sizes = x.shape[2:]
-    try:
-        ks = [int(v) for v in np.broadcast_to(np.asarray(k), (len(sizes),))]
-        ss = [int(v) for v in np.broadcast_to(np.asarray(s if s is not None else k), (len(sizes),))]
-    except (TypeError, ValueError):
-        return False
-    for n, kk, st in zip(sizes, ks, ss, strict=True):
-        if st <= 0 or n < kk:
-            continue
-        full = -(-(n - kk) // st) + 1
-        if (full - 1) * st >= n:  # the last window starts past the input: torch drops it
-            return True
-    return False
-
-
-def _transform_without_axes(group: Group, arrays: Sequence[np.ndarray]) -> bool:
-    """A Fourier transform of a 0-d array: there is no axis to transform, and no convention
-    for it (numpy returns the input as it is, real; torch a complex copy; mindspore refuses),
-    so only a dead process is blamed."""
-    return group.family == "fft" and bool(arrays) and arrays[0].ndim == 0
-
-
-def _outside_domain(case: Case, group: Group) -> bool:
-    """A call outside the function's domain: a probability target holding a negative value
-    (:data:`PROBABILITY_TARGETS`), a sample count below one (:data:`SAMPLE_COUNTS`), a
-    geometric sequence between ends of opposite signs."""
-    if group.op == "geomspace":
-        # a geometric sequence between a negative and a positive end has no real terms
-        # (numpy computes log(stop / start) and fills NaN without checking)
-        start, stop = case.values.get("start"), case.values.get("stop")
-        if isinstance(start, int | float) and isinstance(stop, int | float):
-            return start * stop < 0
-        return False
-    if group.op in SAMPLE_COUNTS:
-        n = case.values.get("n")
-        return isinstance(n, int | np.integer) and int(n) <= 0
-    if group.op in DEGREES_OF_FREEDOM:
-        return _no_degrees_of_freedom(case)
-    if group.op not in PROBABILITY_TARGETS or case.values.get("log_target") is True:
-        return False
-    arrays = array_inputs(case, group)
-    target = case.values.get("target", arrays[1] if len(arrays) > 1 else None)
-    if not isinstance(target, np.ndarray):
-        return False
-    with np.errstate(invalid="ignore"):  # a NaN target is no negative probability
-        return bool(np.any(np.asarray(target) < 0))
 
 
 def _guarded(
@@ -456,6 +238,159 @@ def _guarded(
     return guarded
 
 
+def view_of(
+    case: Case, group: Group, tags: Sequence[str], *, nan_parameter: bool = False
+) -> checks.View:
+    """What the named checks read of ``case``."""
+    # the standard's special cases hold for the plain function: no extra parameters
+    plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
+    return checks.View(
+        values=case.values,
+        roles=group.roles,
+        dtype=case.dtype,
+        tags=frozenset(tags),
+        arrays=tuple(array_inputs(case, group)),
+        plain_op=group.op if plain else "",
+        params=group.params,
+        nan_parameter=nan_parameter,
+    )
+
+
+def equated(
+    view: checks.View, group: Group, outcomes: Mapping[str, Outcome]
+) -> Mapping[str, Outcome]:
+    """The outcomes with the second of two standing answers read as the first (NaN), where
+    the group's traits name such positions (sinc's limit 0 at an infinite input)."""
+    rules = [checks.EQUATES[t.equates] for t in traits_of(group) if t.equates]
+    if not rules:
+        return outcomes
+    out = dict(outcomes)
+    for lib, o in outcomes.items():
+        if o.status != "ok" or not isinstance(o.value, np.ndarray):
+            continue
+        for rule in rules:
+            where = rule(view, o.value)
+            if where is not None and where.any():
+                out[lib] = o = dataclasses.replace(o, value=np.where(where, np.nan, o.value))
+    return out
+
+
+def terms_of(
+    case: Case,
+    group: Group,
+    tags: Sequence[str],
+    *,
+    nan_parameter: bool = False,
+    formula_positions: np.ndarray | None = None,
+) -> Terms:
+    """What ``case`` may be judged on: its group's traits (``xamt/catalog/data/ops.toml``)
+    whose conditions hold on it, read through the named checks of :mod:`xamt.oracle.checks`.
+
+    ``formula_positions``: where the group's formula reference leaves results open (None
+    without a formula reference; then the traits' position rules apply)."""
+    view = view_of(case, group, tags, nan_parameter=nan_parameter)
+    arrays, plain = view.arrays, bool(view.plain_op)
+    traits = traits_of(group)
+    invalid = "out-of-range-axis" if "out-of-range-axis" in tags else ""
+    for t in traits:
+        if not invalid and t.domain and checks.DOMAINS[t.domain](view):
+            invalid = t.name
+    openings = tuple(
+        Opening(
+            kinds=frozenset(t.opens),
+            question=t.question,
+            trait=t.name,
+            link=t.link,
+            integer_results=t.integer_results,
+            scope=t.scope,
+        )
+        for t in traits
+        if t.opens and checks.CONDITIONS[t.when](view, t.bound)
+    )
+    positions = formula_positions
+    if formula_positions is None:
+        for t in (t for t in traits if t.positions):
+            found = checks.POSITIONS[t.positions](view, t.function)
+            if found is not None:
+                positions = found if positions is None else positions | found
+    return Terms(
+        op=view.plain_op,
+        inputs=arrays if plain else (),
+        input_dtype=case.dtype if case.dtype in checks.FLOATING_DTYPES else None,
+        exclude=frozenset(
+            lib for lib, api in case.apis.items() if not accepts(group, api, case.dtype, tags)
+        ),
+        invalid=invalid,
+        int_inputs=tuple(a for a in arrays if a.dtype.kind in "iu"),
+        openings=openings,
+        nan_parameter=nan_parameter,
+        open_positions=positions,
+        reference_signs=formula_positions is None,
+        nan_input="nan" in tags,
+        normwise=any(t.compare == "normwise" for t in traits),
+    )
+
+
+def _formula_reference(
+    case: Case, group: Group, outcomes: Mapping[str, Outcome]
+) -> tuple[Outcome | None, np.ndarray | None, Mapping[str, Outcome]]:
+    """The group's float64 formula reference for ``case`` (where it has one and can take the
+    case), the positions it leaves open, and the outcomes as the judge sees them (only NaN,
+    inf or finite at the formula's ill-conditioned positions). (None, None, outcomes) else."""
+    if not group.reference or not needs_reference(case, group):
+        return None, None, outcomes
+    upcast_values = upcast(case.values)
+    computed = formulas.evaluate(group.reference, upcast_values)
+    if computed is None:
+        return None, None, outcomes
+    reference = Outcome(
+        library="numpy",
+        api=f"xamt.formulas.{group.reference}",
+        status="ok",
+        value=computed[0],
+    )
+    loose = formulas.loose_positions(group.reference, upcast_values)
+    if loose is not None and loose.any():
+        judged, reference = _masks_only(dict(outcomes), reference, loose)
+        return reference, computed[1], judged
+    return reference, computed[1], outcomes
+
+
+# Bytes an element of an implied allocation takes at least (float64, int64).
+ELEMENT_BYTES = 8
+
+
+def beyond_memory_cap(case: Case, group: Group, cap: int = DEFAULT_MEMORY_CAP) -> bool:
+    """Whether a whole-number parameter of ``case`` asks for more elements than the worker's
+    memory cap holds (``eye(2**31 - 1)``): a worker that misses its deadline or hits the cap
+    on such a call is doing what it was asked, allocating."""
+    roles = array_roles(group)
+    return any(
+        isinstance(v, int | np.integer)
+        and not isinstance(v, bool)
+        and abs(int(v)) * ELEMENT_BYTES > cap
+        for role, v in case.values.items()
+        if role not in roles
+    )
+
+
+def _without_allocations(outcomes: Mapping[str, Outcome]) -> Mapping[str, Outcome]:
+    """The outcomes without the missed deadlines and memory-cap kills of a call that asks for
+    more than the cap: the resource they show is the request's, no evidence of a defect (a
+    crash still is)."""
+    return {lib: o for lib, o in outcomes.items() if o.status not in ("hang", "resource")}
+
+
+def _has_nan_parameter(case: Case, group: Group) -> bool:
+    """Whether a scalar parameter of the case is NaN (``clip(x, max=nan)``)."""
+    roles = array_roles(group)
+    return any(
+        isinstance(v, float | np.floating) and v != v
+        for role, v in case.values.items()
+        if role not in roles
+    )
+
+
 @_guarded
 def judge_case(
     case: Case,
@@ -472,105 +407,22 @@ def judge_case(
     integer remainder by zero is a documented policy the report lists with its link.
 
     ``reference``: numpy's answer on the float64 upcast input; for a group without numpy,
-    its formula's (:mod:`xamt.oracle.formulas`) is computed here."""
+    its formula's (:mod:`xamt.formulas`) is computed here."""
     tags = tuple(input_classes(case, group))
-    nan_parameter = any(
-        isinstance(v, float | np.floating) and v != v
-        for role, v in case.values.items()
-        if role not in array_roles(group)
-    )
-    open_positions = None
-    judged = outcomes  # what the judge sees: the outcomes, or their masks where loose
+    nan_parameter = _has_nan_parameter(case, group)
+    judged: Mapping[str, Outcome] = outcomes  # the outcomes, or their masks where loose
+    formula_positions = None
     # (a NaN parameter leaves a definition to the min/max it uses: fmin(0, NaN) is 0, IEEE
     # minimum NaN; celu(x, alpha=NaN) has no one answer)
-    if reference is None and group.reference and not nan_parameter and needs_reference(case, group):
-        upcast_values = upcast(case.values)
-        computed = formulas.evaluate(group.reference, upcast_values)
-        if computed is not None:
-            reference = Outcome(
-                library="numpy",
-                api=f"xamt.oracle.formulas.{group.reference}",
-                status="ok",
-                value=computed[0],
-            )
-            open_positions = computed[1]
-            loose = formulas.loose_positions(group.reference, upcast_values)
-            if loose is not None and loose.any():
-                judged, reference = _masks_only(dict(outcomes), reference, loose)
-    arrays = array_inputs(case, group)
-    formula_reference = open_positions is not None
-    if not formula_reference and set(group.roles) == {"x"}:
-        open_positions = formulas.numpy_limits(group.op, case.values.get("x"))
-    if group.op in EXACT_INTEGER_OPS:
-        open_positions = _beyond_integer_range(group.op, arrays)
-    # the standard's special cases hold for the plain function: no extra parameters
-    plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
-    op = group.op if plain else ""
-    floating = case.dtype if case.dtype in FLOATING_DTYPES else None
-    judgement = judge(
-        judged,
-        reference,
-        op=op,
-        inputs=arrays if op else (),
-        input_dtype=floating,
-        exclude={
-            lib for lib, api in case.apis.items() if not accepts(group, api, case.dtype, tags)
-        },
-        invalid="out-of-range-axis" in tags
-        or _clip_unspecified(case, group)
-        or _outside_domain(case, group)
-        or _ceil_mode_conventions_differ(case, group)
-        or _transform_without_axes(group, arrays),
-        signed_zeros=group.family in SIGNED_ZERO_FAMILIES
-        and ACCUMULATIONS.fullmatch(group.op) is None
-        and ZEROING.fullmatch(group.op) is None,
-        int_inputs=[a for a in arrays if a.dtype.kind in "iu"],
-        judge_values=not (
-            (
-                group.family == "fft"
-                or group.family in NONFINITE_UNJUDGED_FAMILIES
-                or NONFINITE_UNJUDGED.fullmatch(group.op) is not None
-            )
-            and any(a.dtype.kind in "fc" and not np.isfinite(a).all() for a in arrays)
-        )
-        and group.op not in UNORDERED_PARTITIONS
-        # differences past the integer dtype's range: numpy computes them in that dtype and
-        # wraps (unwrap of int32 [INT_MIN, 1] then gives a float64 +2.1e9), what a library
-        # delegating to numpy repeats; no result is evidence of a defect there
-        and not (
-            DIFFERENCES.fullmatch(group.op) is not None
-            and _may_overflow(group, arrays, case.values.get("n"))
-        )
-        and not (
-            # round(x, decimals) in a 16-bit float: x * 10**decimals is rounded to the dtype
-            # first (bfloat16's 8 bits make 33.44 into 33.5), so results differ by a whole
-            # unit of the last decimal by the dtype, not by a defect
-            group.op in ROUNDING_TO_DECIMALS
-            and case.dtype in ("float16", "bfloat16")
-            and case.values.get("decimals") not in (None, 0)
-        )
-        and not (
-            # a sum of float32 values near +-FLT_MAX cancels to anything: its condition
-            # number, not the library, decides the digits (and whether it overflows); a
-            # transform is such a sum (irfft of -DBL_MAX: torch's finite -4.5e307 is right
-            # where numpy's 2 * x overflows first)
-            group.family in (*AGGREGATES, "fft")
-            and case.dtype in FLOATING_DTYPES
-            and bool({"dtype-max", "dtype-min"} & set(tags))
-        ),
-        int_overflow=group.family in AGGREGATES
-        and ("int-overflow" in tags or _may_overflow(group, arrays)),
-        nan_parameter=nan_parameter,
-        open_positions=open_positions,
-        reference_signs=not formula_reference,
-        nan_input="nan" in tags,
-        infinity_masks=not (
-            op
-            and op not in COMPLEX_STANDARDIZED
-            and any(a.dtype.kind == "c" and np.isinf(a).any() for a in arrays)
-        ),
-        normwise=group.family in dlcore.AGGREGATE_FAMILIES,
+    if reference is None and not nan_parameter:
+        reference, formula_positions, judged = _formula_reference(case, group, outcomes)
+    terms = terms_of(
+        case, group, tags, nan_parameter=nan_parameter, formula_positions=formula_positions
     )
+    judged = equated(view_of(case, group, tags), group, judged)
+    if beyond_memory_cap(case, group):
+        judged = _without_allocations(judged)
+    judgement = judge(judged, reference, terms)
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
     if judgement.refusals:
@@ -705,25 +557,29 @@ def upcast(values: Mapping[str, Any]) -> dict[str, Any]:
 # Triggers by necessity
 
 
+# Where a value class sits in one real array (the real and imaginary parts of a complex one
+# are read alike): the positions :func:`neutralized` sets to 1.
+CLASS_MASKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "nan": np.isnan,
+    "inf": np.isinf,
+    "neg-zero": lambda a: (a == 0) & np.signbit(a),
+    "subnormal": lambda a: (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny),
+}
+
+
 def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
     """``case`` without the input class ``trigger`` (special values replaced by 1, 0-d arrays
     made 1-d, axes and parameters back to canonical values); None if it cannot be removed."""
     values = dict(case.values)
     roles = array_roles(group)
     changed = False
-
-    def arrays() -> Iterator[tuple[str, int | None, np.ndarray]]:
-        for role in roles:
-            v = values.get(role)
-            if isinstance(v, list):
-                for i, item in enumerate(v):
-                    yield role, i, item.values if isinstance(item, BFloat16) else item
-            elif v is not None:
-                yield role, None, v.values if isinstance(v, BFloat16) else v
-
-    def put(role: str, i: int | None, arr: np.ndarray) -> None:
-        nonlocal changed
-        wrapped: Any = BFloat16(arr.astype(np.float32)) if case.dtype == "bfloat16" else arr
+    for k, (role, i, arr) in enumerate(list(_arrays_of(values, roles))):
+        if not isinstance(arr, np.ndarray):
+            continue
+        new = _neutral_array(arr, trigger, k, role, values.get("x"))
+        if new is None:
+            continue
+        wrapped: Any = BFloat16(new.astype(np.float32)) if case.dtype == "bfloat16" else new
         if i is None:
             values[role] = wrapped
         else:
@@ -731,48 +587,57 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
             items[i] = wrapped
             values[role] = items
         changed = True
+    changed = _neutral_parameters(values, group, trigger, roles) or changed
+    return dataclasses.replace(case, values=values) if changed else None
 
-    masks: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-        "nan": np.isnan,
-        "inf": np.isinf,
-        "neg-zero": lambda a: (a == 0) & np.signbit(a),
-        "subnormal": lambda a: (a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny),
-    }
-    for k, (role, i, arr) in enumerate(list(arrays())):
-        if not isinstance(arr, np.ndarray):
-            continue
-        new = None
-        if trigger in masks and arr.dtype.kind in "fc":
-            parts = (arr.real, arr.imag) if arr.dtype.kind == "c" else (arr,)
-            hit = np.zeros(arr.shape, dtype=bool)
+
+def _arrays_of(
+    values: Mapping[str, Any], roles: Sequence[str]
+) -> Iterator[tuple[str, int | None, np.ndarray]]:
+    """The array inputs of a case: (role, index in a sequence role or None, the array)."""
+    for role in roles:
+        v = values.get(role)
+        if isinstance(v, list):
+            for i, item in enumerate(v):
+                yield role, i, item.values if isinstance(item, BFloat16) else item
+        elif v is not None:
+            yield role, None, v.values if isinstance(v, BFloat16) else v
+
+
+def _neutral_array(arr: np.ndarray, trigger: str, k: int, role: str, x: Any) -> np.ndarray | None:
+    """The ``k``-th array input without the class ``trigger`` (None: it holds none)."""
+    if trigger == "empty":
+        return np.ones(tuple(max(n, 1) for n in arr.shape), arr.dtype) if arr.size == 0 else None
+    if trigger == "scalar":
+        return arr.reshape(1) if arr.ndim == 0 else None
+    if trigger == "kernel-beyond-input":
+        return _fit_kernel(arr, x) if role == "kernel" else None
+    hit = np.zeros(arr.shape, dtype=bool)
+    parts = (arr.real, arr.imag) if arr.dtype.kind == "c" else (arr,)
+    if trigger in CLASS_MASKS and arr.dtype.kind in "fc":
+        for part in parts:
+            hit |= CLASS_MASKS[trigger](part)
+    elif trigger == "dtype-limit" and arr.dtype.kind in "iufc":
+        info = np.iinfo(arr.dtype) if arr.dtype.kind in "iu" else np.finfo(arr.dtype)
+        with np.errstate(invalid="ignore"):
             for part in parts:
-                hit |= masks[trigger](part)
-            if hit.any():
-                new = arr.copy()
-                new[hit] = 1
-        elif trigger == "dtype-limit" and arr.dtype.kind in "iufc":
-            info = np.iinfo(arr.dtype) if arr.dtype.kind in "iu" else np.finfo(arr.dtype)
-            parts = (arr.real, arr.imag) if arr.dtype.kind == "c" else (arr,)
-            hit = np.zeros(arr.shape, dtype=bool)
-            with np.errstate(invalid="ignore"):
-                for part in parts:
-                    hit |= (part >= info.max) | (part <= info.min)
-            if hit.any():
-                new = arr.copy()
-                new[hit] = 1
-        elif trigger == "zero-divisor" and k == 1 and arr.dtype.kind != "b":
-            hit = arr == 0
-            if hit.any():
-                new = arr.copy()
-                new[hit] = 1
-        elif trigger == "empty" and arr.size == 0:
-            new = np.ones(tuple(max(n, 1) for n in arr.shape), dtype=arr.dtype)
-        elif trigger == "scalar" and arr.ndim == 0:
-            new = arr.reshape(1)
-        elif trigger == "kernel-beyond-input" and role == "kernel":
-            new = _fit_kernel(arr, values.get("x"))
-        if new is not None:
-            put(role, i, new)
+                hit |= (part >= info.max) | (part <= info.min)
+    elif trigger == "zero-divisor" and k == 1 and arr.dtype.kind != "b":
+        hit = arr == 0
+    if not hit.any():
+        return None
+    new = arr.copy()
+    new[hit] = 1
+    return new
+
+
+def _neutral_parameters(
+    values: dict[str, Any], group: Group, trigger: str, roles: Sequence[str]
+) -> bool:
+    """Take ``trigger`` out of the case's parameters in place (a kernel size fitted to the
+    input, an axis in range, indices clipped, parameters back to canonical values); whether
+    anything changed."""
+    changed = False
     if trigger == "kernel-beyond-input" and isinstance(values.get("kernel_size"), int):
         x = values.get("x")
         x = x.values if isinstance(x, BFloat16) else x
@@ -784,20 +649,20 @@ def neutralized(case: Case, group: Group, trigger: str) -> Case | None:
         if values["axis"] is None:
             del values["axis"]
         changed = True
-    if trigger in ("param-boundary", "out-of-range-index"):
-        for role in group.roles:
-            if role in roles or role in ("axis", "keepdims") or role not in values:
-                continue
-            canonical = canonical_param(group, role, bool(roles))
-            if trigger == "out-of-range-index" and isinstance(values[role], np.ndarray):
-                first = next(arrays(), None)
-                n = first[2].shape[0] if first is not None and first[2].ndim else 1
-                values[role] = np.clip(values[role], 0, max(n - 1, 0))
-                changed = True
-            elif trigger == "param-boundary" and not isinstance(values[role], np.ndarray):
-                values[role] = canonical
-                changed = True
-    return dataclasses.replace(case, values=values) if changed else None
+    if trigger not in ("param-boundary", "out-of-range-index"):
+        return changed
+    for role in group.roles:
+        if role in roles or role in ("axis", "keepdims") or role not in values:
+            continue
+        if trigger == "out-of-range-index" and isinstance(values[role], np.ndarray):
+            first = next(_arrays_of(values, roles), None)
+            n = first[2].shape[0] if first is not None and first[2].ndim else 1
+            values[role] = np.clip(values[role], 0, max(n - 1, 0))
+            changed = True
+        elif trigger == "param-boundary" and not isinstance(values[role], np.ndarray):
+            values[role] = canonical_param(group, role, bool(roles))
+            changed = True
+    return changed
 
 
 def _fit_kernel(kernel: np.ndarray, x: Any) -> np.ndarray | None:
@@ -833,7 +698,30 @@ def classify_blame(
         error=normalize_message(blame.error),
         output=blame.detail,
     )
-    return classify(known, facts, split=blame.split)
+    classification, entry = classify(known, facts, split=blame.split)
+    if classification == "suspected-bug" and blame.question:
+        return "unspecified", None
+    return classification, entry
+
+
+def decided_by(blame: Blame, classification: Classification, entry: KnownRef | None) -> str:
+    """What decides a blame: the documentation a known difference cites, the question no
+    document decides, a dead process, the standard, the float64 reference, or a majority."""
+    if entry is not None:
+        return f"documentation: {entry.reason} ({entry.link})"
+    if blame.question:
+        return blame.basis or f"unspecified: {blame.question}"
+    if blame.kind in ("crash", "hang", "resource"):
+        return f"process: {blame.detail}"
+    if blame.kind == "status" and blame.error and not blame.split:
+        return f"process: an error inside {blame.library} ({blame.error})"
+    if blame.split or classification == "split":
+        return f"split: {blame.detail}"
+    if "the array API standard requires" in blame.detail or "its definition" in blame.detail:
+        return f"standard: {blame.detail}"
+    if blame.confidence == "reference":
+        return f"reference: {blame.detail}"
+    return f"majority: {blame.detail}"
 
 
 def finding_of(
@@ -860,6 +748,8 @@ def finding_of(
         dtype=case_dtype(case, group),
         detail=blame.detail,
         error=blame.error,
+        decided_by=decided_by(blame, classification, entry),
+        question=blame.question,
         case=case_to_jsonable(case),
         outputs={lib: outcome_summary(o) for lib, o in replayed.outcomes.items()},
         known_difference=entry,

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt import formulas
 from xamt.catalog.bind import bind
 from xamt.catalog.model import (
     ARRAY_ROLES,
@@ -60,8 +61,7 @@ from xamt.catalog.normalize import (
     snake_name,
 )
 from xamt.libraries import adapter_class, library_names
-from xamt.oracle import formulas
-from xamt.oracle.tolerance import TOLERANCE, tolerance
+from xamt.tolerance import TOLERANCE, tolerance
 from xamt.types import Call, Outcome
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import BFloat16, Opaque, Summary
@@ -518,7 +518,7 @@ def _result(out: Outcome) -> Any:
 
 def agree(a: Any, b: Any, *, finite_only: bool = False) -> bool:
     """Whether two plain results are the same operation's output on the same inputs, within
-    the value oracle's tolerance for their dtypes (:mod:`xamt.oracle.tolerance`: integers
+    the value oracle's tolerance for their dtypes (:mod:`xamt.tolerance`: integers
     exact). ``finite_only`` (a probe): positions where either answer is NaN or infinite do not
     count; the layouts and kinds still must match."""
     if "seq" in a or "seq" in b:

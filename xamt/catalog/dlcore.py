@@ -215,7 +215,7 @@ class Declared:
     members: tuple[Member, ...]
     dtype: str = "float32"
     notes: str = ""
-    reference: str = ""  # a float64 formula (xamt.oracle.formulas), kept where it agrees
+    reference: str = ""  # a float64 formula (xamt.formulas), kept where it agrees
 
     @property
     def shapes(self) -> str:
@@ -458,8 +458,8 @@ def groups_of(
 def _formula_agrees(name: str, inputs: Sequence[Mapping[str, Any]], want: Sequence[Any]) -> bool:
     """Whether the float64 formula ``name`` gives the members' results on the canonical values
     (within float32's tolerance, as members are compared)."""
+    from xamt import formulas
     from xamt.catalog.build import agree, to_plain
-    from xamt.oracle import formulas
 
     for values, expected in zip(inputs, want, strict=True):
         computed = formulas.evaluate(name, values)

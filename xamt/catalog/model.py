@@ -20,9 +20,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
+from xamt import formulas
 from xamt.errors import XamtError
 from xamt.libraries import library_names
-from xamt.oracle import formulas
 
 SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
@@ -211,7 +211,7 @@ class Group:
     dtype: str
     members: tuple[Member, ...]
     shapes: str = "any"
-    # a float64 formula (xamt.oracle.formulas) that agreed with the members on the canonical
+    # a float64 formula (xamt.formulas) that agreed with the members on the canonical
     # inputs: the reference of a group without numpy; "" for none
     reference: str = ""
     # canonical values of the group's scalar roles where they are the group's own (the

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from xamt.catalog import model as catalog_model
 from xamt.catalog.model import Catalog, Family
+from xamt.catalog.ops import traits_of
 from xamt.catalog.run import build_from_envs, check_installed
 from xamt.cli.common import (
     CatalogOpt,
@@ -180,8 +181,9 @@ def catalog_show(
     Example: `xamt catalog show 'sum[axis]'`
     """
     g = load_catalog(catalog).group(group)
+    traits = traits_of(g)
     if as_json:
-        say(json.dumps(asdict(g), indent=2))
+        say(json.dumps({**asdict(g), "traits": [asdict(t) for t in traits]}, indent=2))
         return
     say(f"{g.id}: {g.family}, roles {', '.join(g.roles)}, validated on {g.dtype}")
     table = Table("library", "api", "positional", "keywords", "optional roles")
@@ -204,6 +206,21 @@ def catalog_show(
         ]
         if how:
             say(f"  {m.api}: " + "; ".join(how))
+    if g.reference:
+        say(f"reference: the float64 formula {g.reference} (xamt/formulas.py)")
+    for t in traits:
+        effect = (
+            f"opens {', '.join(t.opens)} when {t.when}"
+            if t.opens
+            else f"domain {t.domain}"
+            if t.domain
+            else f"positions {t.positions}"
+            if t.positions
+            else f"equates {t.equates}"
+            if t.equates
+            else f"compares {t.compare}"
+        )
+        say(f"trait {t.name}: {effect}: {t.reason} ({t.link})")
 
 
 @app.command("check")

@@ -5,7 +5,7 @@ Pure Python and numpy: nothing here imports a deep-learning library.
 
 from xamt.oracle.compare import IGNORED_STATUSES, compare, divergence
 from xamt.oracle.signature import SIGNATURE_VERSION, normalize_message, signature_of
-from xamt.oracle.tolerance import TOLERANCE, tolerance
+from xamt.tolerance import TOLERANCE, tolerance
 
 __all__ = [
     "IGNORED_STATUSES",

@@ -10,7 +10,7 @@ into :class:`~xamt.types.Discrepancy` records, one per kind at most, in the orde
 3. Output kinds, among the libraries that returned: ``shape`` (structure or shape), then per
    leaf ``dtype``, ``nan`` (NaN masks), ``inf`` (inf masks with sign), ``signed-zero`` (both
    zero, sign bits differ; floats only) and ``value`` (finite positions beyond the dtype's
-   ``(rtol, atol)`` from :mod:`xamt.oracle.tolerance`; integers and bool exact).
+   ``(rtol, atol)`` from :mod:`xamt.tolerance`; integers and bool exact).
 
 For every output kind the libraries are partitioned into classes of mutually agreeing outputs;
 the largest class is the majority and every other library is odd. A tie between the largest
@@ -38,7 +38,7 @@ import numpy as np
 
 from xamt.oracle import summary as summaries
 from xamt.oracle.signature import headline
-from xamt.oracle.tolerance import TOLERANCE
+from xamt.tolerance import TOLERANCE
 from xamt.types import Discrepancy, Outcome
 from xamt.workers.protocol import BFloat16, Opaque, Summary
 
@@ -991,43 +991,17 @@ def partitions(
         return found
     ref = _flatten(reference) if has_ref else None
 
-    # Shape: the layouts (structure and shapes) must match; go on with the largest class.
-    layouts = [f.layout for f in flats]
-    if any(layout != layouts[0] for layout in layouts):
-        classes = _group(layouts, None if ref is None else ref.layout)
-        found.append(
-            Partition(
-                "shape",
-                tuple(libs),
-                tuple(classes),
-                lambda o, m, who: (
-                    f"shape: {who.odd} returned {layouts[o.members[0]]} "
-                    f"where {who.major} returned {layouts[m.members[0]]}"
-                ),
-            )
-        )
-        major = _resolve(classes)[0].members
+    shape = _shape_partition(libs, flats, ref)
+    if shape is not None:
+        found.append(shape)
+        major = _resolve(list(shape.classes))[0].members
         libs = [libs[i] for i in major]
         flats = [flats[i] for i in major]
         if len(libs) < 2:
             return found
-
-    # Dtype: a promotion difference (the reference, float64 by construction, has no say).
     dtypes = [f.dtypes for f in flats]
     if any(d != dtypes[0] for d in dtypes):
-        by_dtype = tuple(_group(dtypes))
-        found.append(
-            Partition(
-                "dtype",
-                tuple(libs),
-                by_dtype,
-                lambda o, m, who: (
-                    f"dtype: {who.odd} returned {_dtypes(dtypes[o.members[0]])} "
-                    f"where {who.major} returned {_dtypes(dtypes[m.members[0]])}"
-                ),
-                keys=tuple(dtypes[c.members[0]] for c in by_dtype),
-            )
-        )
+        found.append(_dtype_partition(libs, dtypes))
 
     if ref is not None and ref.layout != flats[0].layout:
         ref = None  # a reference of another shape cannot break ties
@@ -1052,6 +1026,40 @@ def partitions(
                 Partition(check, tuple(libs), tuple(leaf_classes), partial(rows.explain, check))
             )
     return found
+
+
+def _shape_partition(libs: list[str], flats: list[Any], ref: Any) -> Partition | None:
+    """The shape partition, where the layouts (structure and shapes) differ (the reference's
+    layout breaks ties)."""
+    layouts = [f.layout for f in flats]
+    if all(layout == layouts[0] for layout in layouts):
+        return None
+    classes = _group(layouts, None if ref is None else ref.layout)
+    return Partition(
+        "shape",
+        tuple(libs),
+        tuple(classes),
+        lambda o, m, who: (
+            f"shape: {who.odd} returned {layouts[o.members[0]]} "
+            f"where {who.major} returned {layouts[m.members[0]]}"
+        ),
+    )
+
+
+def _dtype_partition(libs: list[str], dtypes: list[Any]) -> Partition:
+    """The dtype partition: a promotion difference (the reference, float64 by construction,
+    has no say)."""
+    by_dtype = tuple(_group(dtypes))
+    return Partition(
+        "dtype",
+        tuple(libs),
+        by_dtype,
+        lambda o, m, who: (
+            f"dtype: {who.odd} returned {_dtypes(dtypes[o.members[0]])} "
+            f"where {who.major} returned {_dtypes(dtypes[m.members[0]])}"
+        ),
+        keys=tuple(dtypes[c.members[0]] for c in by_dtype),
+    )
 
 
 # Floating dtypes by precision, lowest first; a reference is rounded to the lowest one the

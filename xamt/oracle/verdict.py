@@ -230,6 +230,11 @@ class Blame:
     confidence: Confidence
     detail: str = ""
     error: str = ""  # "ExceptionType: first line" or a signal name, for status and crashes
+    # what no document decides here (an operation trait's question): the blame is then
+    # classified "unspecified", never filed
+    question: str = ""
+    # what decides it: "unspecified: <question> (<trait>: <link>)" for an open question
+    basis: str = ""
 
     @property
     def family(self) -> Family:
@@ -262,70 +267,110 @@ def refused(outcome: Outcome) -> bool:
     return any(lib in ("*", outcome.library) and pattern.search(text) for lib, pattern in REFUSALS)
 
 
-def judge(
-    outcomes: Mapping[str, Outcome],
-    reference: Outcome | None = None,
-    *,
-    op: str = "",
-    inputs: Sequence[np.ndarray] = (),
-    input_dtype: str | None = None,
-    exclude: Collection[str] = (),
-    invalid: bool = False,
-    signed_zeros: bool = True,
-    int_inputs: Sequence[np.ndarray] = (),
-    nan_parameter: bool = False,
-    judge_values: bool = True,
-    int_overflow: bool = False,
-    open_positions: np.ndarray | None = None,
-    reference_signs: bool = True,
-    nan_input: bool = False,
-    normwise: bool = False,
-    infinity_masks: bool = True,
-) -> Judgement:
-    """Blame the libraries that depart from what the operation should return.
+@dataclass(frozen=True, kw_only=True)
+class Opening:
+    """Kinds of difference nothing decides in one case, and the question they leave: an
+    operation trait whose condition holds (``xamt/catalog/data/ops.toml``). A library
+    departing there is blamed with this question, and classified ``unspecified``."""
 
-    Args:
-        outcomes: library -> outcome of one case.
-        reference: numpy on the float64 (complex128) upcast input, if it was run.
-        op: the group's operation, for the array API special cases.
+    kinds: frozenset[str]
+    question: str
+    trait: str
+    link: str
+    integer_results: bool = False  # only where every result is an integer
+    scope: str = ""  # "complex-infinities": only where every result is one
+
+
+@dataclass(frozen=True, kw_only=True)
+class Terms:
+    """What one case may be judged on, derived once per case (:func:`xamt.replay.terms_of`).
+
+    Attributes:
+        op: the elementwise operation whose standard special cases apply ("" for none).
         inputs: the case's array inputs in role order, for the special cases.
         input_dtype: the case's floating input dtype: results are not held to more precision.
         exclude: libraries whose bound API does not accept this input (an in-place variant
-            given a dtype it cannot hold, a lax primitive given shapes to broadcast): their
-            outcome is no evidence either way.
-        invalid: the input is outside what the array API standard allows (an axis out of
-            range): only dead processes are blamed.
-        signed_zeros: whether the sign of a zero result is fixed by the operation (IEEE 754
-            arithmetic, elementwise functions, exact copies); a reduction's or a transform's
-            is not, and only the standard's special cases can blame it.
-        int_inputs: the case's integer array inputs. A floating result whose dtype cannot
-            hold them exactly (2**31 - 1 has no float32 value) differs by conversion alone:
-            it is not blamed for its values.
-        judge_values: whether the values (NaN and inf masks, zero signs, numbers) can be
-            judged; not for a decomposition or transform of non-finite input, whose NaN
-            spreads by each library's algorithm (LAPACK, FFT): only shapes and dtypes are.
-        int_overflow: integer arithmetic whose partial results may leave the dtype's range
-            (a reduction or product of integers near the limits): integer results are not
-            judged on their values.
-        nan_parameter: a scalar parameter is NaN (``clip(x, max=nan)``): a library that keeps
-            integer input integer cannot show the NaN it brings, by its promotion policy, and
-            NaN masks are not judged (where the NaN reaches depends on the definition).
-        infinity_masks: whether NaN and inf masks are judged (not for an elementwise
-            function of complex infinities outside the standard's tables: naive and Annex G
-            complex multiplication differ there, both conforming).
-        open_positions: result positions the reference leaves open (a formula's ``silu(-inf)``,
-            0 as a limit and NaN in IEEE arithmetic): not judged, like the standard's open ones.
-        reference_signs: whether the reference's zero signs count (a formula's do not: the
-            libraries' majority decides them).
-        nan_input: an array input holds NaN. Without a reference, libraries that return NaN
-            where the majority returns none propagate it, as IEEE arithmetic and the array API
-            standard ("NaN values propagate") do: the vote cannot blame them, and the NaN
-            mask is a split (torch's margin_ranking_loss NaN against paddle's and
-            mindspore's inf).
-        normwise: the outputs sum many products (the deep-learning core's convolutions,
-            normalizations, pools): values are compared relative to each output's largest
-            magnitude as well (:func:`xamt.oracle.compare.partitions`).
+            given a dtype it cannot hold): their outcome is no evidence either way.
+        invalid: why the input is no case ("" when it is one): an axis out of range, a call
+            outside the operation's domain. Only dead processes are blamed.
+        int_inputs: the integer array inputs. A floating result whose dtype cannot hold them
+            exactly (2**31 - 1 has no float32 value) is not blamed for its values.
+        openings: kinds of difference nothing decides here, each with its question.
+        nan_parameter: a scalar parameter is NaN: a library that keeps integer input integer
+            cannot show the NaN it brings (its promotion policy).
+        open_positions: result positions no answer is held to (a limit, ``silu(-inf)``).
+        reference_signs: whether the reference's zero signs count (a formula's do not).
+        nan_input: an array input holds NaN: libraries returning NaN where the majority
+            returns none propagate it, as IEEE arithmetic does, and are not outvoted.
+        normwise: values are also compared relative to each output's largest magnitude.
+        fixed_signs: whether zero signs are judged by vote at all (False for complex results
+            is decided by the results themselves: C99 Annex G fixes them at special values only).
     """
+
+    op: str = ""
+    inputs: tuple[np.ndarray, ...] = ()
+    input_dtype: str | None = None
+    exclude: frozenset[str] = frozenset()
+    invalid: str = ""
+    int_inputs: tuple[np.ndarray, ...] = ()
+    openings: tuple[Opening, ...] = ()
+    nan_parameter: bool = False
+    open_positions: np.ndarray | None = None
+    reference_signs: bool = True
+    nan_input: bool = False
+    normwise: bool = False
+
+
+PLAIN = Terms()
+
+
+def judge(
+    outcomes: Mapping[str, Outcome],
+    reference: Outcome | None = None,
+    terms: Terms = PLAIN,
+) -> Judgement:
+    """Blame the libraries that depart from what the operation should return, in the stages
+    the module docstring lists: support, dead processes, malformed calls, status, outputs.
+
+    ``reference``: numpy on the float64 (complex128) upcast input (or the group's formula),
+    if it was run; ``terms``: what this case may be judged on.
+    """
+    support, live = _support(outcomes, terms.exclude)
+    dead = [lib for lib, o in live.items() if o.status in ("crash", "hang", "resource")]
+    heavy = [lib for lib, o in live.items() if o.status == "hang" or _exhausted(o)]
+    if len(heavy) >= 2 or "numpy" in heavy:
+        # an input too heavy for everyone (a huge requested size): no evidence of a bug,
+        # except a library that died outright on it
+        crashes = [_dead(lib, live[lib]) for lib in sorted(dead) if live[lib].status == "crash"]
+        return Judgement(blames=tuple(crashes), support=support, malformed=True)
+    blames = [_dead(lib, live[lib]) for lib in sorted(dead)]
+    returned = [lib for lib, o in live.items() if o.status == "ok"]
+    raised = [lib for lib, o in live.items() if o.status == "error"]
+    numpy = live.get("numpy")
+    numpy_raised = numpy is not None and numpy.status == "error"
+    if (
+        terms.invalid
+        or (numpy_raised and numpy is not None and _malformed(numpy))
+        or (bool(raised) and not returned)
+    ):
+        return Judgement(blames=tuple(blames), support=support, malformed=True)
+    status, refusals = _status_stage(live, returned, raised, support, numpy_raised=numpy_raised)
+    blames += status
+    # where numpy raised a domain error there is no answer to compare with: what the others
+    # returned for "no value" (tensorflow's -inf maximum of nothing, uninitialised memory)
+    # is judged above by status, never against each other
+    if len(returned) >= 2 and not (numpy_raised and raised):
+        blames += _output_stage(live, returned, reference, terms)
+    return Judgement(
+        blames=tuple(blames), support=support, malformed=False, refusals=tuple(refusals)
+    )
+
+
+def _support(
+    outcomes: Mapping[str, Outcome], exclude: Collection[str]
+) -> tuple[dict[str, str], dict[str, Outcome]]:
+    """The support matrix of one case (library -> "ok" | "refused") and the outcomes that
+    take part in the verdict: refusals, excluded bindings and non-answers stay out."""
     support: dict[str, str] = {}
     live: dict[str, Outcome] = {}
     for lib, o in outcomes.items():
@@ -340,193 +385,305 @@ def judge(
             live[lib] = o
             if o.status == "ok":
                 support[lib] = "ok"
-    blames: list[Blame] = []
-    refusals: list[Blame] = []
+    return support, live
 
-    dead = [lib for lib, o in live.items() if o.status in ("crash", "hang", "resource")]
-    heavy = [lib for lib, o in live.items() if o.status == "hang" or _exhausted(o)]
-    if len(heavy) >= 2 or "numpy" in heavy:
-        # an input too heavy for everyone (a huge requested size): no evidence of a bug,
-        # except a library that died outright on it
-        crashes = [_dead(lib, live[lib]) for lib in sorted(dead) if live[lib].status == "crash"]
-        return Judgement(blames=tuple(crashes), support=support, malformed=True)
-    for lib in sorted(dead):
-        blames.append(_dead(lib, live[lib]))
 
-    returned = [lib for lib, o in live.items() if o.status == "ok"]
-    raised = [lib for lib, o in live.items() if o.status == "error"]
-    numpy = live.get("numpy")
-    numpy_raised = numpy is not None and numpy.status == "error"
-    malformed = (
-        invalid
-        or (numpy_raised and numpy is not None and _malformed(numpy))
-        or (bool(raised) and not returned)
+def _status_stage(
+    live: Mapping[str, Outcome],
+    returned: list[str],
+    raised: list[str],
+    support: dict[str, str],
+    *,
+    numpy_raised: bool,
+) -> tuple[list[Blame], list[Blame]]:
+    """Status blames where some libraries raised and others returned, and the deliberate
+    refusals among them (no bug; a documented policy where a known difference names one)."""
+    if not (returned and raised):
+        return [], []
+    if numpy_raised:
+        if len(returned) >= len(raised):
+            return [], []
+        # numpy raised a domain error (an empty reduction, a singular matrix) and so did
+        # most libraries: returning a made-up number instead is the departure (NaN, inf,
+        # an empty array or a dtype limit as the answer to "no value" is a policy)
+        made_up = [lib for lib in returned if _made_up(live[lib].value)]
+        return (_status(made_up, raised, live, returned_odd=True) if made_up else []), []
+    # an explicit check refusing the input is the library's stated contract for it
+    for lib in raised:
+        if not internal(live[lib]):
+            support.setdefault(lib, "refused")
+    failed = [lib for lib in raised if internal(live[lib])]
+    if "numpy" not in live and len(raised) > len(returned) and len(failed) < len(raised):
+        # most libraries refuse the input (a kernel larger than the input), some with a check
+        # of their own words: mxnet's CHECK macro ("Check failed: kernel size exceeds input")
+        # refuses too, it does not fail
+        failed = []
+    refusals = [_raised(lib, returned, live) for lib in raised if lib not in failed]
+    return (_status(returned, failed, live) if failed else []), refusals
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Values:
+    """The results of one case as the output stage judges them."""
+
+    judged: dict[str, Any]  # library -> its result as returned (for the standard's cases)
+    values: list[Any]  # the results, summaries where one is, artefacts and open positions out
+    ref: Any
+    has_ref: bool
+    shape: tuple[int, ...] | None  # the whole shape when judged on samples
+    inputs: Sequence[np.ndarray]
+    fixed: special.Fixed | None
+
+
+def _prepared(
+    live: Mapping[str, Outcome], returned: list[str], reference: Outcome | None, terms: Terms
+) -> _Values:
+    """The results made comparable: scalars as 0-d arrays, every array summarized where one
+    result is, artefact positions and positions no answer is held to set to zero."""
+    values = [_array(live[lib].value) for lib in returned]
+    has_ref = reference is not None and reference.status == "ok"
+    ref_value = _array(reference.value) if reference is not None and has_ref else None
+    shape: tuple[int, ...] | None = None
+    inputs: Sequence[np.ndarray] = terms.inputs if terms.op else ()
+    if any(isinstance(v, Summary) for v in [*values, ref_value]):
+        # some result came summarized: judge every array on the same sampled positions
+        values = [_summarized(v) for v in values]
+        ref_value = _summarized(ref_value)
+        shape, inputs = _sampled_inputs(inputs)
+    judged = dict(zip(returned, values, strict=True))
+    if has_ref:
+        values, ref_value = _without_artefacts(values, ref_value)
+    fixed = _fixed_by_standard(terms.op, inputs)
+    # the positions a rule of the standard claims are the standard's to judge (by
+    # _by_standard where it fixes the result; nobody where it leaves the result open): a
+    # vote or a reference that ignores the rule (numpy's complex expm1) has no say there
+    open_ = fixed.rule >= 0 if fixed is not None else None
+    extra = terms.open_positions
+    if extra is not None and extra.any():
+        if shape is not None or (open_ is not None and open_.shape != extra.shape):
+            has_ref, ref_value = False, None  # (not on samples: the reference steps back)
+        else:
+            open_ = extra if open_ is None else open_ | extra
+    if open_ is not None and open_.any():
+        values, ref_value = _zero_at(values, ref_value, open_, shape)
+    return _Values(
+        judged=judged,
+        values=values,
+        ref=ref_value,
+        has_ref=has_ref,
+        shape=shape,
+        inputs=inputs,
+        fixed=fixed,
     )
-    if malformed:
-        return Judgement(blames=tuple(blames), support=support, malformed=True)
-    if returned and raised:
-        if not numpy_raised:
-            # an explicit check refusing the input is the library's stated contract for it
-            for lib in raised:
-                if not internal(live[lib]):
-                    support.setdefault(lib, "refused")
-            failed = [lib for lib in raised if internal(live[lib])]
-            if numpy is None and len(raised) > len(returned) and len(failed) < len(raised):
-                # most libraries refuse the input (a kernel larger than the input), some with
-                # a check of their own words: mxnet's CHECK macro ("Check failed: kernel size
-                # exceeds input") refuses too, it does not fail
-                failed = []
-            refusals = [_raised(lib, returned, live) for lib in raised if lib not in failed]
-            if failed:
-                blames.extend(_status(returned, failed, live))
-        elif len(returned) < len(raised):
-            # numpy raised a domain error (an empty reduction, a singular matrix) and so did
-            # most libraries: returning a made-up number instead is the departure (NaN, inf,
-            # an empty array or a dtype limit as the answer to "no value" is a policy)
-            made_up = [lib for lib in returned if _made_up(live[lib].value)]
-            if made_up:
-                blames.extend(_status(made_up, raised, live, returned_odd=True))
 
-    # where numpy raised a domain error there is no answer to compare with: what the others
-    # returned for "no value" (tensorflow's -inf maximum of nothing, uninitialised memory)
-    # is judged above by status, never against each other
-    if len(returned) >= 2 and not (numpy_raised and raised):
-        # a numpy scalar result (numpy.std of a 1-d array) is judged as the 0-d array it is
-        values = [_array(live[lib].value) for lib in returned]
-        has_ref = reference is not None and reference.status == "ok"
-        ref_value = _array(reference.value) if reference is not None and has_ref else None
-        shape: tuple[int, ...] | None = None  # the whole shape when judged on samples
-        if any(isinstance(v, Summary) for v in [*values, ref_value]):
-            # some result came summarized: judge every array on the same sampled positions
-            values = [_summarized(v) for v in values]
-            ref_value = _summarized(ref_value)
-            shape, inputs = _sampled_inputs(inputs)
-        judged = dict(zip(returned, values, strict=True))
-        if has_ref:
-            values, ref_value = _without_artefacts(values, ref_value)
-        fixed = _fixed_by_standard(op, inputs)
-        open_ = special.open_positions(fixed) if fixed is not None else None
-        if open_positions is not None and open_positions.any():
-            if shape is not None or (open_ is not None and open_.shape != open_positions.shape):
-                has_ref, ref_value = False, None  # (not on samples: the reference steps back)
-            else:
-                open_ = open_positions if open_ is None else open_ | open_positions
-        if open_ is not None and open_.any():
-            values, ref_value = _zero_at(values, ref_value, open_, shape)
-        standard = _by_standard(judged, op, inputs, fixed, shape)
-        parts = partitions(
+
+def _output_stage(
+    live: Mapping[str, Outcome],
+    returned: list[str],
+    reference: Outcome | None,
+    terms: Terms,
+) -> list[Blame]:
+    """Output blames among the libraries that returned: by the standard's special cases, by
+    the reference, by majority; kinds no document decides come back with their question.
+
+    Where every result is a complex infinity with the same infinite part, the other part is
+    fixed by no document (C99 Annex G) unless an opening of scope "complex-infinities" is
+    absent: a blame that shows only there is asked, not decided."""
+    v = _prepared(live, returned, reference, terms)
+    blames = _blames_of(live, returned, v, reference, terms)
+    scoped = [o for o in terms.openings if o.scope == "complex-infinities"]
+    settled = _other_parts_settled(v) if scoped else None
+    if settled is None:
+        return blames
+    kept = _blames_of(live, returned, settled, reference, terms)
+    keys = {(b.library, b.family) for b in kept}
+    asked = [
+        dataclasses.replace(b, question=scoped[0].question, basis=_basis(scoped[0]))
+        for b in blames
+        if (b.library, b.family) not in keys and not b.question and not b.split
+    ]
+    return [*kept, *asked]
+
+
+def _other_parts_settled(v: _Values) -> _Values | None:
+    """The values with the other part of every complex infinity set to 0 where all results
+    (and the reference) have the same infinite part there; None where no position is such."""
+    arrays = [*v.values, *([v.ref] if v.has_ref else [])]
+    if not arrays or not all(
+        isinstance(a, np.ndarray) and a.dtype.kind == "c" and a.shape == arrays[0].shape
+        for a in arrays
+    ):
+        return None
+    with np.errstate(invalid="ignore"):
+        reals = np.array([a.real for a in arrays])
+        imags = np.array([a.imag for a in arrays])
+        real_inf = np.all(np.isinf(reals), axis=0) & np.all(reals == reals[0], axis=0)
+        imag_inf = np.all(np.isinf(imags), axis=0) & np.all(imags == imags[0], axis=0)
+    if not (real_inf | imag_inf).any():
+        return None
+
+    def settle(a: np.ndarray) -> np.ndarray:
+        out = a.copy()
+        out.imag[real_inf] = 0
+        out.real[imag_inf & ~real_inf] = 0
+        return out
+
+    values = [settle(a) for a in v.values]
+    ref = settle(v.ref) if v.has_ref else v.ref
+    return dataclasses.replace(v, values=values, ref=ref)
+
+
+def _blames_of(
+    live: Mapping[str, Outcome],
+    returned: list[str],
+    v: _Values,
+    reference: Outcome | None,
+    terms: Terms,
+) -> list[Blame]:
+    """The output blames of prepared values (see :func:`_output_stage`)."""
+    standard = _by_standard(v.judged, terms.op, v.inputs, v.fixed, v.shape)
+    parts, derived = _partitions_of(live, returned, v, terms, standard)
+    kinds = _by_result_kind(returned, live, reference if v.has_ref else None, terms.input_dtype)
+    if kinds is not None:
+        # a result of another kind than the float64 reference's (real for complex input,
+        # float counts for a histogram): the reference decides, not a vote
+        parts = [p for p in parts if p.kind != "dtype"]
+        standard = [*standard, *kinds]
+    outputs = [live[lib].value for lib in returned]
+    if _integer_widths_differ(parts, outputs):
+        # int32 against int64 accumulation: values past int32 differ by the dtype policy
+        parts = [p for p in parts if p.kind in ("shape", "dtype")]
+    if _complex(outputs):
+        # C99 Annex G fixes a complex result's zero signs only at its special values, which
+        # the standard's cases above judge; elsewhere they follow each library's formula
+        # (1/z as conj(z)/|z|**2 or by Smith's algorithm)
+        parts = [p for p in parts if p.kind != "signed-zero"]
+    openings = _openings(terms, outputs)
+    closed = [p for p in parts if p.kind not in openings]
+    native = terms.input_dtype in NUMPY_NATIVE
+    blames = _outputs(
+        [*standard, *(b for b in derived if b.kind not in openings)],
+        closed,
+        live,
+        native=native,
+        nan_input=terms.nan_input,
+    )
+    taken = {(b.library, b.family) for b in blames} | {
+        (lib, b.family) for b in blames if b.split for lib in b.library.split("+")
+    }
+    unsettled = _outputs(
+        [b for b in derived if b.kind in openings],
+        [p for p in parts if p.kind in openings],
+        live,
+        native=native,
+        nan_input=terms.nan_input,
+    )
+    for b in unsettled:
+        if (b.library, b.family) not in taken and not b.split:
+            o = openings[b.kind]
+            blames.append(dataclasses.replace(b, question=o.question, basis=_basis(o)))
+    return [b for b in blames if not _unjudgeable(b, live, v, terms, standard)]
+
+
+def _basis(opening: Opening) -> str:
+    return f"unspecified: {opening.question} ({opening.trait}: {opening.link})"
+
+
+def _openings(terms: Terms, outputs: Sequence[Any]) -> dict[str, Opening]:
+    """The kinds this case leaves open, each with the first opening that names it."""
+    integers = _integer_results(outputs)
+    found: dict[str, Opening] = {}
+    for o in terms.openings:
+        if (o.integer_results and not integers) or o.scope:
+            continue
+        for kind in o.kinds:
+            found.setdefault(kind, o)
+    return found
+
+
+def _unjudgeable(
+    b: Blame, live: Mapping[str, Outcome], v: _Values, terms: Terms, standard: Sequence[Blame]
+) -> bool:
+    """Whether a value blame rests on no evidence: the result's dtype cannot hold the
+    integer inputs; an integer result whose exact value does not fit its dtype (each library
+    overflows its own way); a wider result judged against the reference rounded to a
+    narrower one (numpy's float64 float_power beside float32 results) that is right at its
+    own width."""
+    if b.family != "value" or b.split:
+        return False
+    value = live[b.library].value
+    if not _exact_for(value, terms.int_inputs):
+        return True
+    if v.has_ref and _overflows(value, v.ref):
+        return True
+    return (
+        b.confidence == "reference"
+        and b not in standard
+        and v.has_ref
+        and _right_at_own_width(value, v.ref, terms.input_dtype)
+    )
+
+
+def _partitions_of(
+    live: Mapping[str, Outcome],
+    returned: list[str],
+    v: _Values,
+    terms: Terms,
+    standard: Sequence[Blame],
+) -> tuple[list[Partition], list[Blame]]:
+    """The output kinds the libraries disagree on, and blames derived from them: the
+    libraries the standard blamed have no vote on the values; integer results (a dtype
+    departure of their own) have no NaN, inf or zero sign to vote with, and where the
+    result is NaN they are blamed (:func:`_integers_for_nan`)."""
+
+    def among(members: Sequence[int]) -> list[Partition]:
+        return partitions(
+            [returned[i] for i in members],
+            [v.values[i] for i in members],
+            v.ref,
+            has_ref=v.has_ref,
+            input_dtype=terms.input_dtype,
+            normwise=terms.normwise,
+        )
+
+    parts = among(range(len(returned)))
+    if v.has_ref and not terms.reference_signs and any(p.kind == "signed-zero" for p in parts):
+        by_vote = partitions(
             returned,
-            values,
-            ref_value,
-            has_ref=has_ref,
-            input_dtype=input_dtype,
-            normwise=normwise,
+            v.values,
+            has_ref=False,
+            input_dtype=terms.input_dtype,
+            normwise=terms.normwise,
         )
-        if has_ref and not reference_signs and any(p.kind == "signed-zero" for p in parts):
-            by_vote = partitions(
-                returned, values, has_ref=False, input_dtype=input_dtype, normwise=normwise
-            )
-            parts = [
-                *(p for p in parts if p.kind != "signed-zero"),
-                *(p for p in by_vote if p.kind == "signed-zero"),
+        parts = [
+            *(p for p in parts if p.kind != "signed-zero"),
+            *(p for p in by_vote if p.kind == "signed-zero"),
+        ]
+        parts.sort(key=lambda p: KIND_ORDER.index(p.kind))
+    blamed = {b.library for b in standard}
+    voters = [i for i, lib in enumerate(returned) if lib not in blamed]
+    floating = [i for i in voters if _floating(live[returned[i]].value)]
+    masks = ("nan", "inf", "signed-zero")
+    derived: list[Blame] = []
+    if len(voters) < len(returned) or 0 < len(floating) < len(voters):
+        parts = [p for p in parts if p.kind in ("shape", "dtype")]
+        if len(voters) >= 2:
+            parts += [
+                p
+                for p in among(voters)
+                if p.kind not in ("shape", "dtype")
+                and (p.kind not in masks or len(floating) == len(voters))
             ]
-            parts.sort(key=lambda p: KIND_ORDER.index(p.kind))
-        # the libraries the standard blamed have no vote on the values; integer results
-        # (a dtype departure of their own) have no NaN, inf or zero sign to vote with
-        voters = [i for i, lib in enumerate(returned) if lib not in {b.library for b in standard}]
-        floating = [i for i in voters if _floating(live[returned[i]].value)]
-        masks = ("nan", "inf", "signed-zero")
-
-        def among(members: Sequence[int]) -> list[Partition]:
-            return partitions(
-                [returned[i] for i in members],
-                [values[i] for i in members],
-                ref_value,
-                has_ref=has_ref,
-                input_dtype=input_dtype,
-                normwise=normwise,
+        if 2 <= len(floating) < len(voters):
+            parts += [p for p in among(floating) if p.kind in masks]
+        if floating and len(floating) < len(voters) and not terms.nan_parameter:
+            derived = _integers_for_nan(
+                [returned[i] for i in voters if i not in floating],
+                [v.values[i] for i in floating],
+                v.ref if v.has_ref else None,
+                [returned[i] for i in floating],
             )
-
-        if len(voters) < len(returned) or 0 < len(floating) < len(voters):
-            parts = [p for p in parts if p.kind in ("shape", "dtype")]
-            if len(voters) >= 2:
-                parts += [
-                    p
-                    for p in among(voters)
-                    if p.kind not in ("shape", "dtype")
-                    and (p.kind not in masks or len(floating) == len(voters))
-                ]
-            if 2 <= len(floating) < len(voters):
-                parts += [p for p in among(floating) if p.kind in masks]
-            if floating and len(floating) < len(voters) and not nan_parameter:
-                standard = [
-                    *standard,
-                    *_integers_for_nan(
-                        [returned[i] for i in voters if i not in floating],
-                        [values[i] for i in floating],
-                        ref_value if has_ref else None,
-                        [returned[i] for i in floating],
-                    ),
-                ]
-        if not judge_values:
-            standard = []
-            parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        if not infinity_masks:
-            parts = [p for p in parts if p.kind not in ("nan", "inf")]
-        if nan_parameter:
-            # which outputs a NaN parameter reaches depends on where each definition reads it
-            # (leaky_relu's `x if x >= 0` never reads the slope; celu's min(0, NaN) is 0 as
-            # fmin): no NaN mask is wrong on that account, nor an inf mask (clip(-inf,
-            # min=NaN) is NaN where the NaN is read, -inf where it is not)
-            parts = [p for p in parts if p.kind not in ("nan", "inf")]
-        kinds = _by_result_kind(returned, live, reference if has_ref else None, input_dtype)
-        if kinds is not None:
-            # a result of another kind than the float64 reference's (real for complex input,
-            # float counts for a histogram): the reference decides, not a vote
-            parts = [p for p in parts if p.kind != "dtype"]
-            standard = [*standard, *kinds]
-        outputs = [live[lib].value for lib in returned]
-        if int_overflow and _integer_results(outputs):
-            # integer sums and products whose terms reach the dtype's limits: each library
-            # wraps or saturates its own way, in the partial sums too (signed overflow is
-            # implementation-defined), so even a final value that fits is no evidence
-            parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        if _integer_widths_differ(parts, outputs):
-            # int32 against int64 accumulation: values past int32 differ by the dtype policy
-            parts = [p for p in parts if p.kind in ("shape", "dtype")]
-        if not signed_zeros or _complex(outputs):
-            # C99 Annex G fixes a complex result's zero signs only at its special values,
-            # which the standard's cases above judge; elsewhere they follow each library's
-            # formula (1/z as conj(z)/|z|**2 or by Smith's algorithm)
-            parts = [p for p in parts if p.kind != "signed-zero"]
-        inexact = {lib for lib in returned if not _exact_for(live[lib].value, int_inputs)}
-        if has_ref:
-            # an integer result whose exact value does not fit its dtype overflows, each
-            # library its own way (numpy's int32 correlate wraps): no wrong value to blame
-            inexact |= {lib for lib in returned if _overflows(live[lib].value, ref_value)}
-        blames.extend(
-            b
-            for b in _outputs(
-                standard, parts, live, native=input_dtype in NUMPY_NATIVE, nan_input=nan_input
-            )
-            if not (b.family == "value" and b.library in inexact)
-            and not (
-                # a wider result judged against the reference rounded to a narrower one
-                # (numpy's float64 float_power against float32 results): it answers for its
-                # own dtype only
-                b.family == "value"
-                and b.confidence == "reference"
-                and b not in standard
-                and has_ref
-                and _right_at_own_width(live[b.library].value, ref_value, input_dtype)
-            )
-        )
-    return Judgement(
-        blames=tuple(blames),
-        support=support,
-        malformed=False,
-        refusals=tuple(refusals),
-    )
+    return parts, derived
 
 
 def _right_at_own_width(value: Any, ref: Any, input_dtype: str | None) -> bool:

@@ -953,6 +953,40 @@ def policy_views(findings: Sequence[Finding]) -> list[dict[str, Any]]:
     return views
 
 
+_LINK = re.compile(r"\((?P<trait>[\w-]+): (?P<link>https://[^\s)]+)\)$")
+
+
+def question_views(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    """The unspecified findings grouped by the question nothing decides, each question once:
+    the trait and document that say it is open, and on each side the libraries (the one
+    departing, with its callables, against the others of the case)."""
+    by_question: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_question.setdefault(f.question or "(no question)", []).append(f)
+    views = []
+    for question in sorted(by_question, key=lambda q: (-len(by_question[q]), q)):
+        group = by_question[question]
+        found = _LINK.search(group[0].decided_by)
+        departing: dict[str, set[str]] = {}
+        for f in group:
+            for lib in blamed(f):
+                departing.setdefault(lib, set()).add(f.callable or f.group)
+        views.append(
+            {
+                "question": question,
+                "count": len(group),
+                "trait": found["trait"] if found else "",
+                "link": found["link"] if found else "",
+                "sides": [
+                    {"library": lib, "callables": sorted(departing[lib])}
+                    for lib in sorted(departing)
+                ],
+                "findings": [_row(f) for f in group],
+            }
+        )
+    return views
+
+
 @dataclass(frozen=True, kw_only=True)
 class SupportCell:
     """Refusals of one (row, library): dtypes refused and tried over the row's groups."""
@@ -1014,6 +1048,7 @@ def summary_view(
     bugs = [f for f in ranked if f.suspected]
     documented = [f for f in ranked if f.classification == "documented-difference"]
     splits = [f for f in ranked if f.classification == "split"]
+    unspecified = [f for f in ranked if f.classification == "unspecified"]
     camp = doc.campaign
     seconds = camp.get("seconds")
     by_lib = Counter(lib for f in bugs for lib in blamed(f))
@@ -1033,6 +1068,7 @@ def summary_view(
         "suspected": len(bugs),
         "documented": len(documented),
         "splits": len(splits),
+        "unspecified": len(unspecified),
         "cases": camp.get("cases", "?"),
         "seconds": f"{seconds:.0f}" if isinstance(seconds, int | float) else "?",
         "name": str(camp.get("name", "?")),
@@ -1048,6 +1084,7 @@ def summary_view(
         "bugs": [_row(f, i) for i, f in enumerate(bugs[:rows], 1)],
         "more_bugs": max(len(bugs) - rows, 0),
         "policies": policy_views(documented),
+        "questions": question_views(unspecified),
         "split_rows": [_row(f) for f in splits[:rows]],
         "more_splits": max(len(splits) - rows, 0),
         "support": {

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xamt.catalog.model import Group
-from xamt.findings import Finding, Minimization, decode_case, to_json
+from xamt.findings import Finding, Minimization, decode_case
 from xamt.known import KnownDifference
 from xamt.oracle.signature import signature_of
 from xamt.outcomes import outcome_summary
@@ -88,18 +88,29 @@ NON_FINITE_ROOTS = {"nan": "non-finite", "inf": "non-finite"}
 PROCESS_FAMILIES = ("crash", "hang")
 
 
-def same_root(f: Finding) -> tuple[str, str, str, str]:
+def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
     """What makes two suspected bugs one root cause, whatever dtype (or error type) they were
-    met with: the library, its callable, the kind family and the trigger (NaN and infinity
-    as one for a dead or hung process, :data:`NON_FINITE_ROOTS`); for a missing attribute
-    (:data:`MISSING_ATTRIBUTE`), the library and that attribute."""
+    met with.
+
+    - A missing attribute (:data:`MISSING_ATTRIBUTE`): the library and that attribute.
+    - A dead or hung process: the library, the group ``family`` of its operation (where
+      given), the signal or error and the trigger (NaN and infinity as one,
+      :data:`NON_FINITE_ROOTS`): paddle's fftn, ifftn, rfftn and hfftn dying on a 0-d array
+      miss one check in their shared helper; mxnet's sum and mean dying on an empty axis, one
+      in its reductions.
+    - Any other departure: the library, its callable and the kind family, whatever input
+      class shows it (paddle.sinc's last line turns a NaN result into 1 whether the NaN came
+      in or from sin(-DBL_MAX); mindspore's outer loses -0.0 through its matmul with and
+      without -0.0 in the input).
+    """
     missing = MISSING_ATTRIBUTE.search(f.error or "") if f.family == "status" else None
     if missing:
         return (f.library, f"{missing[1]}.{missing[2]}", f.family, "*")
-    trigger = f.trigger
     if f.family in PROCESS_FAMILIES:
-        trigger = NON_FINITE_ROOTS.get(trigger, trigger)
-    return (f.library, f.callable, f.family, trigger)
+        trigger = NON_FINITE_ROOTS.get(f.trigger, f.trigger)
+        where = f"family:{family}" if family else f.callable
+        return (f.library, where, f.family, f"{trigger}/{f.error}")
+    return (f.library, f.callable, f.family, "*")
 
 
 def pool_predicate(replay: Replay) -> Predicate:
@@ -287,9 +298,14 @@ def triage(
         trigger_at.update(zip(chunk, needed, strict=True))
     documented = 0
     before, after = [], []
+
     # suspected bugs already triaged (this store, any campaign) by root cause across dtypes
+    def root(f: Finding) -> tuple[str, str, str, str]:
+        group = groups.get(f.group)
+        return same_root(f, group.family if group is not None else "")
+
     known_roots = {
-        same_root(r.finding): r.signature
+        root(r.finding): r.signature
         for r in store.findings()
         if r.finding.triaged and r.finding.suspected
     }
@@ -318,18 +334,18 @@ def triage(
         before.append(s.minimization.elements_before)
         after.append(s.minimization.elements_after)
         if final.suspected:
-            first = known_roots.setdefault(same_root(final), final.signature)
+            first = known_roots.setdefault(root(final), final.signature)
             if first != final.signature:
-                # the same suspected root cause in another dtype (one that does not simplify
-                # to the first one's): one finding, counted there
-                store.rekey_finding(row.signature, first, store.finding(first).payload)
+                # the same suspected root cause in another dtype or input class (or, for a
+                # dead process, another operation of the family): one finding, counted there
+                store.rekey_finding(row.signature, store.finding(first).finding)
                 continue
         documented += final.classification == "documented-difference"
         if late() and not final.suspected:
             # past the budget: documented differences and splits keep their case and
             # outputs in findings.json but get no scripts; suspected bugs, which are filed
             # with theirs, always get them
-            store.rekey_finding(row.signature, final.signature, to_json(final))
+            store.rekey_finding(row.signature, final)
             continue
         members = {
             lib: member
@@ -350,7 +366,7 @@ def triage(
         final = final.replace(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
-        store.rekey_finding(row.signature, final.signature, to_json(final))
+        store.rekey_finding(row.signature, final)
     return TriageSummary(
         findings=len(todo),
         documented=documented,

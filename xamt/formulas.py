@@ -79,19 +79,9 @@ def _hardswish_open(x: np.ndarray, **_: Any) -> np.ndarray:
     return np.isneginf(x) | (x > _HARDSWISH_OVERFLOW)
 
 
-# Limits of operations that numpy has, where numpy's own IEEE evaluation is the reference:
-# ``sinc(+-inf)`` is 0 as the limit of sin(pi x) / (pi x) and NaN as that quotient evaluated
-# (numpy, torch); paddle returns the limit. Neither is wrong, so the positions are not judged.
-NUMPY_LIMITS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"sinc": np.isinf}
-
-
-def numpy_limits(op: str, x: Any) -> np.ndarray | None:
-    """Positions of ``x`` that numpy's evaluation of ``op`` cannot decide (None: no rule, or
-    an input the rule does not apply to)."""
-    rule = NUMPY_LIMITS.get(op)
-    if rule is None or not isinstance(x, np.ndarray) or x.dtype.kind != "f":
-        return None
-    return np.asarray(rule(x), bool)
+# Exact integer functions: the reference of integer gcd and lcm, in Python's unbounded
+# integers (a result beyond the integer dtype is an overflow every library answers its own way).
+EXACT_INTEGER: dict[str, Callable[[int, int], int]] = {"gcd": math.gcd, "lcm": math.lcm}
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
