@@ -172,9 +172,16 @@ def test_condition_not_componentwise() -> None:
     assert not holds(view({}, plain_op="subtract"), "")  # as add, through its table
     assert holds(view({}, plain_op="exp"), "")
     assert holds(view({}, plain_op=""), "")
+    assert not holds(view({}, componentwise=True), "")  # a sum or a difference
 
 
 def test_condition_nan_input() -> None:
     holds = CONDITIONS["nan-input"]
     assert holds(view({}, tags=frozenset({"nan", "inf"})), "")
     assert not holds(view({}, tags=frozenset({"inf"})), "")
+
+
+def test_condition_infinite_input() -> None:
+    holds = CONDITIONS["infinite-input"]
+    assert holds(view({}, tags=frozenset({"neg-inf"})), "")
+    assert not holds(view({}, tags=frozenset({"nan"})), "")

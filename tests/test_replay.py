@@ -35,3 +35,16 @@ def test_a_hang_on_a_size_beyond_the_memory_cap_is_the_request_not_a_bug() -> No
 
     assert run(2**31 - 1) == set()
     assert run(3) == {("hang", "tensorflow")}
+
+
+def test_only_a_size_parameter_implies_an_allocation() -> None:
+    """around(x, decimals=2**31 - 1) asks for no memory: a hang there is still a hang."""
+    group = next(g for g in model.load().groups if "decimals" in g.roles)
+    case = Case(
+        group=group.id,
+        dtype="float32",
+        value_class="boundary",
+        values={"x": np.ones(2, np.float32), "decimals": 2**31 - 1},
+        apis={m.library: m.api for m in group.members},
+    )
+    assert not beyond_memory_cap(case, group)

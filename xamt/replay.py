@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from xamt import formulas
 from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
-from xamt.catalog.normalize import canonical_param
+from xamt.catalog.normalize import canonical_param, size_roles
 from xamt.catalog.ops import traits_of
 from xamt.findings import SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
@@ -253,6 +254,7 @@ def view_of(
         plain_op=group.op if plain else "",
         params=group.params,
         nan_parameter=nan_parameter,
+        componentwise=any(t.compare == "componentwise" for t in traits_of(group)),
     )
 
 
@@ -361,17 +363,27 @@ ELEMENT_BYTES = 8
 
 
 def beyond_memory_cap(case: Case, group: Group, cap: int = DEFAULT_MEMORY_CAP) -> bool:
-    """Whether a whole-number parameter of ``case`` asks for more elements than the worker's
-    memory cap holds (``eye(2**31 - 1)``): a worker that misses its deadline or hits the cap
-    on such a call is doing what it was asked, allocating."""
-    roles = array_roles(group)
+    """Whether a size parameter of ``case`` (a role that counts elements, ``size = true`` in
+    ``data/roles.toml``) asks for more elements than the worker's memory cap holds
+    (``eye(2**31 - 1)``): a worker that misses its deadline or hits the cap on such a call is
+    doing what it was asked, allocating."""
+    sizes = size_roles()
     return any(
-        isinstance(v, int | np.integer)
-        and not isinstance(v, bool)
-        and abs(int(v)) * ELEMENT_BYTES > cap
-        for role, v in case.values.items()
-        if role not in roles
+        _elements(v) * ELEMENT_BYTES > cap for role, v in case.values.items() if role in sizes
     )
+
+
+def _elements(value: Any) -> int:
+    """The elements a size parameter asks for: a whole number, or the product of a shape's."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int | np.integer):
+        return abs(int(value))
+    if isinstance(value, tuple | list) and all(
+        isinstance(v, int | np.integer) and not isinstance(v, bool) for v in value
+    ):
+        return math.prod(abs(int(v)) for v in value)
+    return 0
 
 
 def _without_allocations(outcomes: Mapping[str, Outcome]) -> Mapping[str, Outcome]:

@@ -96,6 +96,13 @@ def successors() -> dict[str, str]:
 
 
 @cache
+def size_roles() -> frozenset[str]:
+    """The scalar roles that count elements (``size = true`` in ``data/roles.toml``)."""
+    scalars = _table("roles.toml").get("scalars", {})
+    return frozenset(role for role, spec in scalars.items() if spec.get("size") is True)
+
+
+@cache
 def scalar_specs() -> dict[str, Any]:
     """Scalar role -> the spec of its canonical value (see ``data/roles.toml``)."""
     table = _table("roles.toml")

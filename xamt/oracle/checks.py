@@ -44,6 +44,7 @@ class View:
     plain_op: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)  # the group's own canonical values
     nan_parameter: bool = False  # a scalar parameter is NaN
+    componentwise: bool = False  # complex results are sums or differences part by part
 
 
 Condition = Callable[[View, str], bool]  # (view, the trait's bound) -> holds
@@ -56,6 +57,11 @@ def _always(view: View, bound: str) -> bool:
 def _nonfinite_input(view: View, bound: str) -> bool:
     """A floating or complex array input holds NaN or an infinity."""
     return any(a.dtype.kind in "fc" and not np.isfinite(a).all() for a in view.arrays)
+
+
+def _infinite_input(view: View, bound: str) -> bool:
+    """A floating or complex array input holds an infinity."""
+    return bool({"inf", "neg-inf"} & view.tags)
 
 
 def _nan_input(view: View, bound: str) -> bool:
@@ -115,8 +121,11 @@ def _complex_infinite_input(view: View, bound: str) -> bool:
 
 
 def _not_componentwise(view: View, bound: str) -> bool:
-    """Not a plain elementwise function the standard defines componentwise on complex input
-    (add, and what it reaches through its tables: subtract, round)."""
+    """Neither an operation computed part by part on complex input (sums, differences: the
+    group's "componentwise" trait) nor a plain elementwise function the standard defines
+    componentwise (add, and what it reaches through its tables: subtract, round)."""
+    if view.componentwise:
+        return False
     op = view.plain_op
     seen: set[str] = set()
     while op in special.COMPLEX_VIA and op not in seen:
@@ -139,6 +148,7 @@ CONDITIONS: dict[str, Condition] = {
     "always": _always,
     "nonfinite-input": _nonfinite_input,
     "nan-input": _nan_input,
+    "infinite-input": _infinite_input,
     "dtype-limit-input": _dtype_limit_input,
     "int-overflow-input": _int_overflow_input,
     "integer-may-wrap": _integer_may_wrap,

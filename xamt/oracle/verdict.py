@@ -455,9 +455,13 @@ def _prepared(
         values, ref_value = _without_artefacts(values, ref_value)
     fixed = _fixed_by_standard(terms.op, inputs)
     # the positions a rule of the standard claims are the standard's to judge (by
-    # _by_standard where it fixes the result; nobody where it leaves the result open): a
-    # vote or a reference that ignores the rule (numpy's complex expm1) has no say there
-    open_ = fixed.rule >= 0 if fixed is not None else None
+    # _by_standard where it fixes a floating result; nobody where it leaves the result
+    # open): a vote or a reference that ignores the rule (numpy's complex expm1) has no say
+    # there. (_by_standard judges floating results only: bool ones are voted on.)
+    open_ = None
+    if fixed is not None:
+        floating = all(_kind(x) in ("f", "c") for x in values)
+        open_ = fixed.rule >= 0 if floating else special.open_positions(fixed)
     extra = terms.open_positions
     if extra is not None and extra.any():
         if shape is not None or (open_ is not None and open_.shape != extra.shape):
