@@ -1386,3 +1386,16 @@ def test_report_shows_where_the_time_went() -> None:
     cells = re.findall(r"<td[^>]*>([^<]*)", html[html.index("Where the time went") :])
     assert cells[:4] == ["jax", "40", "0.0", "16.0 (38)"] and "80%" in cells  # 16 s of 20
     assert "Where the time went" not in render.report_html(base, FAMILIES)
+
+
+def test_an_issue_body_says_what_decides_it_and_what_the_documentation_says() -> None:
+    doc = fixture_doc()
+    f = by_callable(doc, "paddle.sinc").replace(
+        decided_by="standard: sinc(nan) is NaN",
+        documentation=("The data type should be float32, float64.", "NaN in, <b>NaN</b> out."),
+    )
+    body = render.issue_body(f, doc)
+    assert "Decided by: standard: sinc(nan) is NaN" in body
+    assert "What the documentation of `paddle.sinc` says about it:" in body
+    assert "> The data type should be float32, float64." in body
+    assert "<b>" not in body  # text from a library is shown literally

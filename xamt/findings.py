@@ -139,6 +139,9 @@ class Finding:
     decided_by: str = ""
     # for an unspecified finding, the question nothing decides (the report groups by it)
     question: str = ""
+    # the sentences of the blamed callable's documentation that speak of the finding's dtype,
+    # trigger or parameters (xamt.triage.docs)
+    documentation: tuple[str, ...] = ()
     reproduced: int = 0
     runs: int = 0
     occurrences: int = 1
@@ -201,6 +204,7 @@ def to_json(f: Finding) -> dict[str, Any]:
         "error": f.error,
         "decided_by": f.decided_by,
         "question": f.question,
+        "documentation": list(f.documentation),
         "reproduced": f.reproduced,
         "runs": f.runs,
         "occurrences": f.occurrences,
@@ -337,6 +341,7 @@ def _from_checked(raw: Any, where: str) -> Finding:
         detail=r.text("detail", ""),
         decided_by=r.text("decided_by", ""),
         question=r.text("question", ""),
+        documentation=r.str_list("documentation"),
         error=r.text("error", ""),
         reproduced=r.integer("reproduced", 0),
         runs=r.integer("runs", 0),

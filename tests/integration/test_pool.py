@@ -311,3 +311,23 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def test_docs_come_from_each_worker_and_a_stuck_worker_gives_empty_ones(
+    small_pool: WorkerPool,
+) -> None:
+    pids = {lib: worker_pid(small_pool, lib) for lib in ("numpy", "torch")}
+    docs = small_pool.docs(
+        {"numpy": ["numpy.sinc"], "torch": ["torch.sinc", "torch.no_such_thing"]}
+    )
+    assert "sinc" in docs["numpy"]["numpy.sinc"]
+    assert docs["torch"]["torch.sinc"] and docs["torch"]["torch.no_such_thing"] == ""
+    assert all(small_pool.workers[lib].alive for lib in pids)
+    assert {lib: worker_pid(small_pool, lib) for lib in pids} == pids
+    # a worker that does not answer in time gives "" and is replaced; the other answers
+    small_pool.deadline = 1.0
+    os.kill(pids["torch"], signal.SIGSTOP)
+    docs = small_pool.docs({"numpy": ["numpy.add"], "torch": ["torch.add"]})
+    assert docs["numpy"]["numpy.add"] and docs["torch"] == {"torch.add": ""}
+    assert worker_pid(small_pool, "torch") != pids["torch"]
+    assert small_pool.call("torch", Call(api="torch.add", args=ADD.args)).status == "ok"

@@ -210,3 +210,35 @@ def test_corrupted_store_and_bad_known_differences(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 12 and str(bad) in result.stderr
+
+
+def test_documentation_is_attached_and_a_documented_dtype_list_is_a_support_gap(
+    pythons: dict[str, str], tmp_path: Path
+) -> None:
+    """paddle.sinc's docstring lists its dtypes (bfloat16, float16, float32, float64): a
+    suspected bug on int8 input is outside them, a documented difference citing them; one on
+    float32 keeps its class and carries the sentences that speak of it."""
+    from test_findings import finding
+
+    from xamt.triage.pipeline import _attach_documentation
+    from xamt.workers.pool import WorkerPool
+
+    inside = finding(signature="1" * 16, dtype="float32")
+    outside = finding(signature="2" * 16, dtype="int8")
+    with (
+        Store(tmp_path / "xamt.sqlite") as store,
+        WorkerPool({"paddle": pythons["paddle"]}) as pool,
+    ):
+        pool.start()
+        campaign = store.start_campaign(name="docs", config={})
+        for f in (inside, outside):
+            store.upsert_finding(f, campaign=campaign)
+        assert _attach_documentation(store, pool, [inside, outside]) == 1
+        kept = store.finding(inside.signature).finding
+        moved = store.finding(outside.signature).finding
+    assert kept.classification == "suspected-bug" and kept.documentation
+    assert any("float32" in s or "float64" in s for s in kept.documentation)
+    assert moved.classification == "documented-difference"
+    assert moved.known_difference is not None
+    assert moved.known_difference.policy == "documented-dtypes"
+    assert "int8 is outside" in moved.decided_by and "float32" in moved.decided_by

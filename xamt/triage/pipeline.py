@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xamt.catalog.model import Group
-from xamt.findings import Finding, Minimization, decode_case
+from xamt.catalog.model import ARRAY_ROLES, Group
+from xamt.findings import Finding, KnownRef, Minimization, decode_case
 from xamt.known import KnownDifference
 from xamt.oracle.signature import signature_of
 from xamt.outcomes import outcome_summary
@@ -42,10 +42,12 @@ from xamt.replay import (
 )
 from xamt.serialize import case_to_jsonable
 from xamt.store import Store, StoreError
+from xamt.triage import docs
 from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
 from xamt.types import Case
 from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import DTYPE_NAMES
 
 # Calls a minimization may spend, by kind: crashes restart a worker each time, hangs wait for
 # the deadline: those are not worth shrinking far.
@@ -297,6 +299,7 @@ def triage(
         )
         trigger_at.update(zip(chunk, needed, strict=True))
     documented = 0
+    attach: list[Finding] = []  # suspected bugs to read the blamed callable's documentation of
     before, after = [], []
 
     # suspected bugs already triaged (this store, any campaign) by root cause across dtypes
@@ -367,12 +370,60 @@ def triage(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
         store.rekey_finding(row.signature, final)
+        if final.suspected:
+            attach.append(final)
+    if attach and not late():
+        documented += _attach_documentation(store, pool, attach)
     return TriageSummary(
         findings=len(todo),
         documented=documented,
         elements_before=tuple(before),
         elements_after=tuple(after),
     )
+
+
+# Families a documented dtype list does not excuse: a process that dies is a bug whatever it
+# was given.
+DOCUMENTED_DTYPE_FAMILIES = frozenset({"value", "dtype", "status", "shape"})
+
+
+def _attach_documentation(store: Store, pool: WorkerPool, found: Sequence[Finding]) -> int:
+    """Read the blamed callable's docstring of each suspected bug (one batch, every library
+    at once) and keep the sentences that speak of its dtype, trigger or parameters. Where the
+    docstring states the dtypes the callable accepts and the finding's is not among them, the
+    input is outside what the library documents: a support gap, classified a documented
+    difference citing those dtypes. Returns how many were so reclassified."""
+    wanted: dict[str, list[str]] = {}
+    for f in found:
+        api = f.apis.get(f.library)
+        if api and f.library in pool.workers:
+            wanted.setdefault(f.library, []).append(api)
+    if not wanted:
+        return 0
+    texts = pool.docs({lib: list(dict.fromkeys(apis)) for lib, apis in wanted.items()})
+    reclassified = 0
+    for f in found:
+        api = f.apis.get(f.library, "")
+        doc = texts.get(f.library, {}).get(api, "")
+        if not doc:
+            continue
+        values = f.case.get("values", {}) if isinstance(f.case, dict) else {}
+        params = [str(r) for r in values if r not in ARRAY_ROLES]
+        said = docs.sentences(doc, dtype=f.dtype, trigger=f.trigger, params=params)
+        updated = f.replace(documentation=said)
+        stated = docs.outside_documented(doc, f.dtype, f.library, DTYPE_NAMES)
+        if stated and f.family in DOCUMENTED_DTYPE_FAMILIES:
+            reason = f"{api} documents its input dtypes as {stated}: {f.dtype} is outside them"
+            updated = updated.replace(
+                classification="documented-difference",
+                known_difference=KnownRef(
+                    id="documented-dtypes", policy="documented-dtypes", reason=reason, link=""
+                ),
+                decided_by=f"documentation: {reason}",
+            )
+            reclassified += 1
+        store.update_finding(updated)
+    return reclassified
 
 
 def _final(

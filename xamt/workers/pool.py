@@ -406,6 +406,42 @@ class WorkerPool:
         worker.send({"op": "describe", "id": rid, "namespaces": list(namespaces or [])})
         return self._read_until(worker, time.monotonic() + 600, "describe")
 
+    def docs(self, paths: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str]]:
+        """The docstring of each API path, from its library's worker, all libraries at once:
+        library -> path -> docstring, "" where the path names nothing callable or the callable
+        has none. A worker that dies or misses the deadline gives "" for its paths not yet
+        answered and is restarted, as after a call. Submitted runs are finished first."""
+        for lib in paths:
+            if lib not in self.workers:
+                raise WorkerError(f"no worker for {lib!r} in this pool")
+        while self._inflight:  # a run's replies and these must not interleave
+            self._advance()
+        found = {lib: dict.fromkeys(apis, "") for lib, apis in paths.items()}
+        queries = {lib: _DocQuery(deque(found[lib])) for lib in paths if found[lib]}
+        for lib in queries:
+            if not self.workers[lib].alive:
+                self.workers[lib].start()  # all at once; each hello is awaited below
+        for lib, query in queries.items():
+            self._ready(lib)
+            self._ask_doc(lib, query)
+        while queries:
+            for lib in list(queries):  # replies already buffered: select() cannot see them
+                self._take_docs(lib, queries, found)
+            if not queries:
+                break
+            fds = {self.workers[lib].fileno(): lib for lib in queries}
+            timeout = max(0.0, min(q.deadline for q in queries.values()) - time.monotonic())
+            ready, _, _ = select.select(list(fds), [], [], timeout)
+            for fd in ready:
+                if fds[fd] in queries and not self.workers[fds[fd]].pump():
+                    self._drop_docs(fds[fd], queries)
+            now = time.monotonic()
+            for lib in [lib for lib, q in queries.items() if now >= q.deadline]:
+                self._take_docs(lib, queries, found)  # a reply read just now still counts
+                if lib in queries and queries[lib].deadline <= now:
+                    self._drop_docs(lib, queries)
+        return found
+
     def run(self, batches: Mapping[str, Sequence[Call]]) -> dict[str, list[Outcome]]:
         """Run each library's calls in order, all libraries at once; one outcome per call."""
         return self.collect(self.submit(batches))
@@ -514,6 +550,45 @@ class WorkerPool:
         self._feed()
 
     # --- internals -------------------------------------------------------------------------
+    def _ask_doc(self, lib: str, query: _DocQuery) -> bool:
+        """Ask ``lib``'s worker for the next docstring of ``query``; False when none is left."""
+        if not query.paths:
+            return False
+        query.path = query.paths.popleft()
+        query.rid = self._rid()
+        query.deadline = time.monotonic() + self.deadline
+        self.workers[lib].send({"op": "doc", "id": query.rid, "api": query.path})
+        return True
+
+    def _take_docs(
+        self, lib: str, queries: dict[str, _DocQuery], found: dict[str, dict[str, str]]
+    ) -> None:
+        """Record the docstrings ``lib``'s worker has sent, asking for the next each time."""
+        worker, query = self.workers[lib], queries[lib]
+        while True:
+            try:
+                frame = worker.next_frame()
+            except protocol.ProtocolError:
+                self._drop_docs(lib, queries)
+                return
+            if frame is None:
+                return
+            if frame.get("id") != query.rid:
+                continue
+            doc = frame.get("doc")
+            if frame.get("status") == "ok" and isinstance(doc, str):
+                found[lib][query.path] = doc
+            if not self._ask_doc(lib, query):
+                del queries[lib]
+                return
+
+    def _drop_docs(self, lib: str, queries: dict[str, _DocQuery]) -> None:
+        """Give up on ``lib``'s docstrings (its worker died or missed the deadline): kill the
+        worker and restart it, as after a call."""
+        self.workers[lib].kill()
+        self._replace(lib)
+        del queries[lib]
+
     def _rid(self) -> int:
         self._next_id += 1
         return self._next_id
@@ -830,6 +905,16 @@ class _BatchState:
     single: bool = False
     deadline: float = 0.0
     since: float = 0.0  # when the current call began waiting
+
+
+@dataclass
+class _DocQuery:
+    """One library's part of :meth:`WorkerPool.docs`."""
+
+    paths: deque[str]  # not yet asked
+    path: str = ""  # the one asked
+    rid: int = 0
+    deadline: float = 0.0
 
 
 def _call_value(call: Call) -> dict[str, Any]:

@@ -37,6 +37,11 @@ digest of its bytes, NaN/inf/zero counts, its finite range and its values at
 :func:`sample_positions`, the same positions for every array of that size), so the
 orchestrator never holds more than that per call, whatever a library returns.
 
+Requests carry ``op`` and ``id``; each reply echoes the ``id`` (the kinds are listed in
+``server.py``). A kind the worker does not know is answered with
+``{"op": "error", "status": "bad-request"}``: a kind added later (``doc``) leaves frames,
+values and :data:`PROTOCOL_VERSION` as they were.
+
 Note:
     Never pickle: a frame from a worker is data only, so a misbehaving library cannot make the
     orchestrator execute anything.
@@ -58,6 +63,8 @@ PROTOCOL_VERSION = 1
 MAGIC = b"XAMT"
 PREFIX = struct.Struct(">4sIQ")
 MAX_HEADER = 64 * 1024 * 1024
+# UTF-8 bytes of docstring one ``doc`` reply carries (a longer one is cut at a character).
+DOC_LIMIT = 64 * 1024
 # Array bytes one reply may carry when no budget is given (the worker's ``--result-budget``).
 DEFAULT_RESULT_BUDGET = 4 << 20
 # Positions a summary samples (at most): half evenly spaced, half pseudo-random.

@@ -4,9 +4,10 @@ Started by the pool as ``<env python> -E -s .../xamt/workers/server.py --lib NAM
 the standard library, numpy and its one adapter; xamt's orchestrator dependencies (typer,
 jinja2, PyGithub) are not installed in library environments and are never imported here.
 
-Requests (``op``): ``hello``, ``describe``, ``call``, ``batch``, ``shutdown``. A batch streams
-one reply frame per call as soon as it is done (``{"op": "result", "index": i, ...}``) and a
-final ``{"op": "done"}``, so when the process dies the orchestrator knows which call killed it.
+Requests (``op``): ``hello``, ``describe``, ``doc`` (a callable's docstring), ``call``, ``batch``,
+``shutdown``. A batch streams one reply frame per call as soon as it is done
+(``{"op": "result", "index": i, ...}``) and a final ``{"op": "done"}``, so when the process dies
+the orchestrator knows which call killed it.
 """
 
 from __future__ import annotations
@@ -232,6 +233,25 @@ class Server:
             return {"status": status, "error": info, **timing}, {}
         return {"status": "ok", "seconds": seconds, "cpu": cpu, "first": first}, {"value": value}
 
+    def doc(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The docstring of the callable ``request["api"]`` names, resolved as a call resolves
+        its API: ``{"status": "ok", "doc": text}`` (``inspect.getdoc``, "" when it has none,
+        at most :data:`~protocol.DOC_LIMIT` bytes of UTF-8), else a call's failure statuses
+        (``unknown-api``, ``bad-request``, ``error``). Never raises."""
+        api = request.get("api", "")
+        try:
+            if not isinstance(api, str):
+                raise ProtocolError("doc.api must be a string")
+            text = inspect.getdoc(self.resolve(api)) or ""
+        except UnknownApi as exc:
+            return {"status": "unknown-api", "reason": str(exc)}
+        except ProtocolError as exc:
+            return {"status": "bad-request", "reason": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a library's import or __doc__ may raise
+            return {"status": "error", "error": _error_info(exc)}
+        raw = text.encode("utf-8", errors="replace")[: protocol.DOC_LIMIT]
+        return {"status": "ok", "doc": raw.decode("utf-8", errors="ignore")}
+
     def hello(self) -> dict[str, Any]:
         return {
             "protocol": protocol.PROTOCOL_VERSION,
@@ -446,6 +466,8 @@ def serve(server: Server, channel: Channel) -> None:
         elif op == "describe":
             namespaces = request.get("namespaces")
             channel.write({"op": "describe", "id": rid, **server.describe(namespaces)})
+        elif op == "doc":
+            channel.write({"op": "doc", "id": rid, **server.doc(request)})
         elif op == "shutdown":
             channel.write({"op": "bye", "id": rid})
             return
