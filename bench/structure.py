@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 import sys
 from pathlib import Path
 
@@ -45,33 +44,17 @@ VOCABULARY = {
 }
 
 
-def literals(tree: ast.AST) -> set[str]:
-    docs = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-            found |= {node.value, *(p.strip() for p in re.split(r"[|()]", node.value))}
-    return found
-
-
 def main() -> None:
     ops = {g.op for g in model.load().groups}
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_ops import _names_in_data  # the data files' operation names
+    from test_ops import _literals, _names_in_data  # (the rule tests/test_ops.py holds)
 
     data_names = _names_in_data()
     total: set[str] = set()
     lengths = []
     for path in FILES:
         tree = ast.parse(path.read_text())
-        named = literals(tree) & ops
+        named = _literals(path) & ops
         total |= named
         in_data = sorted(named & data_names)
         rest = sorted(named - VOCABULARY)
