@@ -833,3 +833,20 @@ def test_a_reference_that_ignores_the_standards_rule_has_no_say_where_the_rule_c
     outs = [ok("numpy", off), ok("torch", rule), ok("jax", rule)]
     got = blamed(outs, ref, op="expm1", inputs=[x], input_dtype="complex64")
     assert {lib for _, lib, _ in got} == {"numpy"}
+
+
+def test_positions_the_standard_claims_leave_bfloat16_and_float32_results_alike() -> None:
+    """ceil([inf, -1.15625, tiny]) in bfloat16: three libraries return bfloat16, one float32,
+    all [inf, -1, 1]: the standard judges every position, and nothing differs."""
+    x = np.array([np.inf, -1.15625, 1.1754944e-38], F32)
+    right = np.array([np.inf, -1.0, 1.0], F32)
+    outs = [
+        ok("torch", BFloat16(right.copy())),
+        ok("paddle", BFloat16(right.copy())),
+        ok("tensorflow", BFloat16(right.copy())),
+        ok("mindspore", right.copy()),
+    ]
+    assert blamed(outs, op="ceil", inputs=[x], input_dtype="bfloat16") <= {
+        ("dtype", "mindspore", "majority"),
+        ("dtype", "mindspore+paddle+tensorflow+torch", "split"),
+    }

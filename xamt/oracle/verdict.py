@@ -457,11 +457,12 @@ def _prepared(
     # the positions a rule of the standard claims are the standard's to judge (by
     # _by_standard where it fixes a floating result; nobody where it leaves the result
     # open): a vote or a reference that ignores the rule (numpy's complex expm1) has no say
-    # there. (_by_standard judges floating results only: bool ones are voted on.)
+    # there. (_by_standard judges floating results only: bool ones are voted on; bfloat16
+    # results are not set to zero at positions, so they are voted on as well.)
     open_ = None
     if fixed is not None:
-        floating = all(_kind(x) in ("f", "c") for x in values)
-        open_ = fixed.rule >= 0 if floating else special.open_positions(fixed)
+        claimed = all(_kind(x) in ("f", "c") and not _bfloat16(x) for x in values)
+        open_ = fixed.rule >= 0 if claimed else special.open_positions(fixed)
     extra = terms.open_positions
     if extra is not None and extra.any():
         if shape is not None or (open_ is not None and open_.shape != extra.shape):
@@ -964,6 +965,10 @@ def _kind(value: Any) -> str:
     if dtype is None or dtype.kind not in "biufc":
         return ""
     return "i" if dtype.kind in "iu" else dtype.kind
+
+
+def _bfloat16(value: Any) -> bool:
+    return isinstance(value, BFloat16) or (isinstance(value, Summary) and value.dtype == "bfloat16")
 
 
 def _floating(value: Any) -> bool:
