@@ -185,3 +185,10 @@ def test_condition_infinite_input() -> None:
     holds = CONDITIONS["infinite-input"]
     assert holds(view({}, tags=frozenset({"neg-inf"})), "")
     assert not holds(view({}, tags=frozenset({"nan"})), "")
+
+
+def test_condition_complex_infinite_any() -> None:
+    holds = CONDITIONS["complex-infinite-any"]
+    assert holds(view({"x": np.array([complex(1, np.inf)], np.complex64)}), "")
+    assert not holds(view({"x": np.array([complex(1, np.nan)], np.complex64)}), "")
+    assert not holds(view({"x": np.array([np.inf], F32)}), "")

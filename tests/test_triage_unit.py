@@ -182,6 +182,12 @@ def test_a_missing_attribute_inside_a_library_is_one_root_whatever_reached_it() 
     assert same_root(f) != same_root(f.replace(error=missing.replace("astype", "numpy")))
     plain = f.replace(error="TypeError: x")
     assert same_root(plain) != same_root(plain.replace(callable="tensorflow.tanh"))
+    # one internal check failing with one message, met through sum and mean: one root
+    check = "MXNetError: Check failed: this->shape_.Size() == shape.Size() (0 vs. 2) : Shape"
+    total = f.replace(library="mxnet", callable="mxnet.sum", error=check)
+    mean = total.replace(callable="mxnet.mean", error=check.replace("(0 vs. 2)", "(0 vs. 1)"))
+    assert same_root(total) == same_root(mean)
+    assert same_root(total) != same_root(mean.replace(error=check.replace("Shape", "Other")))
 
 
 def test_clip_with_crossed_bounds_is_no_case() -> None:

@@ -142,6 +142,14 @@ def _nan_parameter(view: View, bound: str) -> bool:
     return view.nan_parameter
 
 
+def _complex_infinite_any(view: View, bound: str) -> bool:
+    """A complex array input holds an infinite part (whatever the operation)."""
+    return any(
+        a.dtype.kind == "c" and (np.isinf(a.real).any() or np.isinf(a.imag).any())
+        for a in view.arrays
+    )
+
+
 CONDITIONS: dict[str, Condition] = {
     "nan-parameter": _nan_parameter,
     "not-componentwise": _not_componentwise,
@@ -154,6 +162,7 @@ CONDITIONS: dict[str, Condition] = {
     "integer-may-wrap": _integer_may_wrap,
     "low-precision-decimals": _low_precision_decimals,
     "complex-infinite-input": _complex_infinite_input,
+    "complex-infinite-any": _complex_infinite_any,
 }
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from xamt.catalog.model import ARRAY_ROLES, Group
 from xamt.findings import Finding, KnownRef, Minimization, decode_case
 from xamt.known import KnownDifference
-from xamt.oracle.signature import signature_of
+from xamt.oracle.signature import normalize_message, signature_of
 from xamt.outcomes import outcome_summary
 from xamt.paths import check_signature, inside
 from xamt.replay import (
@@ -83,6 +83,13 @@ def root_of(f: Finding) -> str:
 MISSING_ATTRIBUTE = re.compile(r"AttributeError: '?(\w+)'? object has no attribute '(\w+)'")
 
 
+# An internal check (a C++ CHECK, an assertion) failing with the same message in several
+# functions of one library is one check in code they share: one root. Messages shorter than
+# SHARED_CHECK_LENGTH say too little to tell checks apart.
+SHARED_CHECK = re.compile(r"Check failed|Assertion|[Ii]nternal error")
+SHARED_CHECK_LENGTH = 40
+
+
 # A process that dies or never answers on NaN as on infinity misses one check for non-finite
 # input (paddle.gcd loops forever on float64 inf and on complex64 NaN; LAPACK's xerbla ends
 # the process on either): for these families the two triggers are one root.
@@ -94,7 +101,8 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
     """What makes two suspected bugs one root cause, whatever dtype (or error type) they were
     met with.
 
-    - A missing attribute (:data:`MISSING_ATTRIBUTE`): the library and that attribute.
+    - A missing attribute (:data:`MISSING_ATTRIBUTE`): the library and that attribute; an
+      internal check failing with one message (:data:`SHARED_CHECK`): the library and it.
     - A dead or hung process: the library, the group ``family`` of its operation (where
       given), the signal or error and the trigger (NaN and infinity as one,
       :data:`NON_FINITE_ROOTS`): paddle's fftn, ifftn, rfftn and hfftn dying on a 0-d array
@@ -108,6 +116,11 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
     missing = MISSING_ATTRIBUTE.search(f.error or "") if f.family == "status" else None
     if missing:
         return (f.library, f"{missing[1]}.{missing[2]}", f.family, "*")
+    message = normalize_message(f.error or "") if f.family == "status" else ""
+    if len(message) >= SHARED_CHECK_LENGTH and SHARED_CHECK.search(message):
+        # one internal check failing with one message, whichever function reached it
+        # (mxnet's "Shape size mismatch" from sum, mean and prod of an empty axis)
+        return (f.library, message, f.family, "*")
     if f.family in PROCESS_FAMILIES:
         trigger = NON_FINITE_ROOTS.get(f.trigger, f.trigger)
         where = f"family:{family}" if family else f.callable
