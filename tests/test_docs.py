@@ -298,3 +298,27 @@ def test_a_dtype_outside_a_documented_list_is_named_with_the_list() -> None:
     paddle = "Args:\n    x (Tensor): The data type should be uint16, float32."
     assert outside_documented(paddle, "bfloat16", "paddle", DTYPE_NAMES) == ""
     assert outside_documented(paddle, "int8", "paddle", DTYPE_NAMES) == "bfloat16, float32"
+
+
+def test_a_dtype_excluded_in_words_and_a_simple_table_left_out() -> None:
+    from xamt.triage.docs import documented_exclusions, outside_documented, sentences
+    from xamt.workers.protocol import DTYPE_NAMES
+
+    doc = """Computes a norm.
+
+    =====  =========
+    ord    norm
+    =====  =========
+    None   Frobenius
+    =====  =========
+
+    Currently, complex numbers are not supported.
+    """
+    assert documented_exclusions(doc) == {"complex64", "complex128"}
+    assert outside_documented(doc, "complex64", "mindspore", DTYPE_NAMES) == (
+        "anything but complex64"
+    )
+    assert outside_documented(doc, "float32", "mindspore", DTYPE_NAMES) == ""
+    said = sentences(doc, dtype="complex64", trigger="nan")
+    assert said == ("Currently, complex numbers are not supported.",)
+    assert documented_exclusions("Supports complex numbers.") == frozenset()

@@ -144,7 +144,7 @@ def _cosine_similarity(x1: np.ndarray, x2: np.ndarray, axis: Any = 1, eps: Any =
         n2 = np.sqrt(np.sum(b * b, axis=axis))
         out = np.sum(a * b, axis=axis) / (np.maximum(n1, eps) * np.maximum(n2, eps))
         finite = np.all(np.isfinite(a) & np.isfinite(b), axis=axis)
-    open_ = ~finite | ~np.isfinite(n1 * n2) | (n1 <= eps) | (n2 <= eps)
+        open_ = ~finite | ~np.isfinite(n1 * n2) | (n1 <= eps) | (n2 <= eps)
     return out, open_
 
 

@@ -75,6 +75,8 @@ PROSE_DIRECTIVES = frozenset(
      "admonition", "versionadded", "versionchanged", "deprecated"}
 )  # fmt: skip
 DIRECTIVE = re.compile(r"^\.\.\s+([\w-]+)::\s*(.*)$")
+# A border of a simple reStructuredText table: columns of "=" separated by spaces.
+TABLE_BORDER = re.compile(r"={2,}(?:\s+={2,})+")
 UNDERLINE = re.compile(r"^(?:[-=~^]{3,}|[+|].*[+|])$")  # section underlines, table rules/rows
 BULLET = re.compile(r"^(?:[-*+•]|\d+[.)]|\(\d+\))\s+")
 # "x (Tensor): ...", "dim (Union[int, tuple(int)]):...", "TypeError: If ..."
@@ -207,8 +209,15 @@ def _prose_lines(doc: str) -> Iterator[tuple[str, str]]:
     section = ""
     code_indent: int | None = None  # the lines deeper than this belong to a code block
     doctest = fenced = False
+    table = 0  # the borders of a simple table met so far (top, header rule, bottom)
     for i, line in enumerate(lines):
         text, indent = line.strip(), len(line) - len(line.lstrip())
+        if TABLE_BORDER.fullmatch(text):
+            table = (table + 1) % 3
+            yield section, ""
+            continue
+        if table:
+            continue
         if text.startswith("```"):
             fenced = not fenced
         if fenced or text.startswith("```"):
@@ -250,10 +259,37 @@ def _clean(text: str) -> str:
 DOC_DTYPE_NAMES: dict[str, dict[str, str]] = {"paddle": {"uint16": "bfloat16"}}
 
 
+# Sentences that exclude a kind of dtype ("Currently, complex numbers are not supported",
+# "does not support bool"), and the dtypes each kind covers.
+EXCLUDED = re.compile(
+    r"(?P<a>complex|bool(?:ean)?)\s+(?:numbers?\s+|inputs?\s+|tensors?\s+|values?\s+|"
+    r"(?:data\s+)?types?\s+|dtypes?\s+)?(?:are|is)\s+not\s+supported|"
+    r"(?:does not|do not|doesn't)\s+support\s+(?P<b>complex|bool(?:ean)?)",
+    re.IGNORECASE,
+)
+EXCLUDED_KINDS = {
+    "complex": ("complex64", "complex128"),
+    "bool": ("bool",),
+    "boolean": ("bool",),
+}
+
+
+def documented_exclusions(doc: str) -> frozenset[str]:
+    """The dtypes a docstring excludes in words ("complex numbers are not supported")."""
+    found: set[str] = set()
+    for _section, text in _units(doc):
+        for match in EXCLUDED.finditer(text):
+            found.update(EXCLUDED_KINDS[(match["a"] or match["b"]).lower()])
+    return frozenset(found)
+
+
 def outside_documented(doc: str, dtype: str, library: str, known: Sequence[str]) -> str:
     """The dtypes ``doc`` states as accepted, joined, where ``dtype`` is not among them and
-    every name stated is one of ``known`` (a dtype name xamt knows); "" otherwise (nothing
-    stated, a name such as "float" that could mean several, or ``dtype`` among them)."""
+    every name stated is one of ``known`` (a dtype name xamt knows), or "anything but DTYPE"
+    where it excludes ``dtype`` in words; "" otherwise (nothing stated, a name such as
+    "float" that could mean several, or ``dtype`` among them)."""
+    if dtype in documented_exclusions(doc):
+        return f"anything but {dtype}"
     stated = documented_dtypes(doc)
     if stated is None:
         return ""

@@ -426,7 +426,11 @@ def _attach_documentation(store: Store, pool: WorkerPool, found: Sequence[Findin
         updated = f.replace(documentation=said)
         stated = docs.outside_documented(doc, f.dtype, f.library, DTYPE_NAMES)
         if stated and f.family in DOCUMENTED_DTYPE_FAMILIES:
-            reason = f"{api} documents its input dtypes as {stated}: {f.dtype} is outside them"
+            reason = (
+                f"{api} documents that it does not support {f.dtype} input"
+                if stated.startswith("anything but")
+                else f"{api} documents its input dtypes as {stated}: {f.dtype} is outside them"
+            )
             updated = updated.replace(
                 classification="documented-difference",
                 known_difference=KnownRef(
