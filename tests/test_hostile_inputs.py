@@ -91,20 +91,11 @@ def outside(snap: dict[str, str], out: str) -> dict[str, str]:
 
 def record(signature: str, **changes: Any) -> Finding:
     """A triaged finding as xamt stores it (its repro path under repro/<signature>/)."""
-    f = Finding(
-        signature=signature,
-        key="value/torch/torch.sum/float32/nan",
+    from test_store import finding_record
+
+    f = finding_record(
+        signature,
         kind="nan",
-        classification="suspected-bug",
-        severity="high",
-        confidence="majority",
-        library="torch",
-        callable="torch.sum",
-        group="sum",
-        apis={"numpy": "numpy.sum", "torch": "torch.sum"},
-        trigger="nan",
-        input_classes=("nan",),
-        dtype="float32",
         reproduced=3,
         runs=3,
         case={
