@@ -850,3 +850,24 @@ def test_positions_the_standard_claims_leave_bfloat16_and_float32_results_alike(
         ("dtype", "mindspore", "majority"),
         ("dtype", "mindspore+paddle+tensorflow+torch", "split"),
     }
+
+
+def test_a_reference_that_fixes_the_other_part_of_a_complex_infinity_decides() -> None:
+    """log2(-inf - 0.69j) is inf - 4.53j (clog's conjugate symmetry, numpy's float64 answer):
+    inf + nanj is wrong there, not a question."""
+    c64 = np.complex64
+    x = np.array([complex(-np.inf, -0.69)], c64)
+    right = np.array([complex(np.inf, -4.53236)], c64)
+    wrong = np.array([complex(np.inf, np.nan)], c64)
+    ref = ok("numpy", right.astype(np.complex128))
+    scoped = Opening(
+        kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
+        question="the other part",
+        trait="complex-infinity-other-part",
+        link="https://example.org/annex-g",
+        scope="complex-infinities",
+    )
+    outs = [ok("numpy", right), ok("torch", right), ok("paddle", wrong)]
+    got = blamed(outs, ref, inputs=[x], input_dtype="complex64", openings=[scoped])
+    assert ("nan", "paddle", "reference") in got
+    assert unsettled(outs, ref, inputs=[x], input_dtype="complex64", openings=[scoped]) == set()

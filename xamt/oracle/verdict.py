@@ -512,7 +512,9 @@ def _output_stage(
 
 def _other_parts_settled(v: _Values) -> _Values | None:
     """The values with the other part of every complex infinity set to 0 where all results
-    (and the reference) have the same infinite part there; None where no position is such."""
+    have the same infinite part there and no reference fixes the other part (none is run,
+    or it is NaN there too: log2(-inf - 0.69j) is inf - 4.53j by the conjugate symmetry
+    numpy's clog follows, a number the reference decides); None where no position is such."""
     arrays = [*v.values, *([v.ref] if v.has_ref else [])]
     if not arrays or not all(
         isinstance(a, np.ndarray) and a.dtype.kind == "c" and a.shape == arrays[0].shape
@@ -524,6 +526,9 @@ def _other_parts_settled(v: _Values) -> _Values | None:
         imags = np.array([a.imag for a in arrays])
         real_inf = np.all(np.isinf(reals), axis=0) & np.all(reals == reals[0], axis=0)
         imag_inf = np.all(np.isinf(imags), axis=0) & np.all(imags == imags[0], axis=0)
+        if v.has_ref:
+            real_inf &= np.isnan(v.ref.imag)
+            imag_inf &= np.isnan(v.ref.real)
     if not (real_inf | imag_inf).any():
         return None
 
