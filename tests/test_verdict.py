@@ -871,3 +871,22 @@ def test_a_reference_that_fixes_the_other_part_of_a_complex_infinity_decides() -
     got = blamed(outs, ref, inputs=[x], input_dtype="complex64", openings=[scoped])
     assert ("nan", "paddle", "reference") in got
     assert unsettled(outs, ref, inputs=[x], input_dtype="complex64", openings=[scoped]) == set()
+
+
+def test_an_opening_for_floating_results_leaves_bool_results_judged() -> None:
+    """The digits of a sum at the dtype's limit are open; any() of those values is not a sum:
+    a bool answer that differs is decided."""
+    cond = Opening(
+        kinds=frozenset({"value"}),
+        question="the digits of a sum at the dtype's limit",
+        trait="condition-at-dtype-limit",
+        link="https://example.org/conditioning",
+        floating_results=True,
+    )
+    outs = [ok("numpy", np.array([True])), ok("torch", np.array([True]))]
+    outs.append(ok("mindspore", np.array([False])))
+    assert blamed(outs, openings=[cond]) == {("value", "mindspore", "majority")}
+    sums = [ok("numpy", np.array([1.0], F32)), ok("torch", np.array([1.0], F32))]
+    sums.append(ok("mindspore", np.array([2.0], F32)))
+    assert blamed(sums, openings=[cond]) == set()
+    assert unsettled(sums, openings=[cond]) == {("value", "mindspore")}

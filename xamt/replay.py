@@ -304,6 +304,7 @@ def terms_of(
             trait=t.name,
             link=t.link,
             integer_results=t.integer_results,
+            floating_results=t.floating_results,
             scope=t.scope,
         )
         for t in traits

@@ -30,7 +30,8 @@ BOUNDS = ("sum", "product", "matrix-product", "difference")
 TRAIT_FIELDS = frozenset(
     {
         *EFFECTS,
-        *("when", "question", "reason", "link", "bound", "integer_results", "function", "scope"),
+        *("when", "question", "reason", "link", "bound", "function", "scope"),
+        *("integer_results", "floating_results"),
     }
 )
 # Records: "every" (one record, the traits of every group), then by family, operation, group.
@@ -55,6 +56,7 @@ class Trait:
     question: str = ""
     bound: str = ""  # for the "integer-may-wrap" condition: how the aggregate grows
     integer_results: bool = False  # opens only where every result is an integer
+    floating_results: bool = False  # opens only where every result is floating
     scope: str = ""  # "complex-infinities": opens only where every result is one
     domain: str = ""
     positions: str = ""
@@ -151,6 +153,7 @@ def _trait(name: str, raw: Any, where: str) -> Trait:
         question=str(raw.get("question", "")),
         bound=str(raw.get("bound", "")),
         integer_results=bool(raw.get("integer_results", False)),
+        floating_results=bool(raw.get("floating_results", False)),
         scope=str(raw.get("scope", "")),
         domain=str(raw.get("domain", "")),
         positions=str(raw.get("positions", "")),

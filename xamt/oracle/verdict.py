@@ -278,6 +278,7 @@ class Opening:
     trait: str
     link: str
     integer_results: bool = False  # only where every result is an integer
+    floating_results: bool = False  # only where every result is floating (not bool any)
     scope: str = ""  # "complex-infinities": only where every result is one
 
 
@@ -602,9 +603,12 @@ def _basis(opening: Opening) -> str:
 def _openings(terms: Terms, outputs: Sequence[Any]) -> dict[str, Opening]:
     """The kinds this case leaves open, each with the first opening that names it."""
     integers = _integer_results(outputs)
+    floats = all(_floating(x) for x in outputs)
     found: dict[str, Opening] = {}
     for o in terms.openings:
-        if (o.integer_results and not integers) or o.scope:
+        if (o.integer_results and not integers) or (o.floating_results and not floats):
+            continue
+        if o.scope:
             continue
         for kind in o.kinds:
             found.setdefault(kind, o)
