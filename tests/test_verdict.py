@@ -795,18 +795,22 @@ def test_an_integer_result_a_numpy_scalar_holds_exactly_is_a_dtype_policy() -> N
         assert {(b.kind, b.library) for b in judge(halves).blames} == blamed, held
 
 
+# the other part of a complex infinity, asked where every result is one (a scoped opening)
+OTHER_PART = Opening(
+    kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
+    question="the other part",
+    trait="complex-infinity-other-part",
+    link="https://example.org/annex-g",
+    scope="complex-infinities",
+)
+
+
 def test_the_other_part_of_a_complex_infinity_is_asked_not_decided() -> None:
     """inf+nanj against inf+4.5j: C99 Annex G regards both as the same infinity; where an
     opening of that scope applies the difference is a question, and a wrong finite value
     beside it is still decided."""
     c64 = np.complex64
-    scoped = Opening(
-        kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
-        question="the other part",
-        trait="complex-infinity-other-part",
-        link="https://example.org/annex-g",
-        scope="complex-infinities",
-    )
+    scoped = OTHER_PART
     same = np.array([complex(np.inf, np.nan), 1 + 1j], c64)
     other = np.array([complex(np.inf, 4.5), 1 + 1j], c64)
     outs = [ok("numpy", same), ok("torch", same), ok("paddle", other)]
@@ -860,13 +864,7 @@ def test_a_reference_that_fixes_the_other_part_of_a_complex_infinity_decides() -
     right = np.array([complex(np.inf, -4.53236)], c64)
     wrong = np.array([complex(np.inf, np.nan)], c64)
     ref = ok("numpy", right.astype(np.complex128))
-    scoped = Opening(
-        kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
-        question="the other part",
-        trait="complex-infinity-other-part",
-        link="https://example.org/annex-g",
-        scope="complex-infinities",
-    )
+    scoped = OTHER_PART
     outs = [ok("numpy", right), ok("torch", right), ok("paddle", wrong)]
     got = blamed(outs, ref, inputs=[x], input_dtype="complex64", openings=[scoped])
     assert ("nan", "paddle", "reference") in got
