@@ -22,10 +22,10 @@ import pytest
 
 from xamt import formulas
 from xamt.catalog import model, ops
-from xamt.catalog.model import ARRAY_ROLES, CatalogError
+from xamt.catalog.model import CatalogError
 from xamt.inputs.tags import input_classes
 from xamt.oracle import checks, verdict
-from xamt.replay import _has_nan_parameter, array_inputs, judge_case, terms_of
+from xamt.replay import _has_nan_parameter, judge_case, terms_of, view_of
 from xamt.serialize import case_from_jsonable
 from xamt.types import Case, Outcome
 
@@ -127,17 +127,8 @@ def test_every_named_check_holds_on_a_labelled_corpus_case(catalog: model.Catalo
 
 
 def _view(case: Case, group: model.Group) -> checks.View:
-    plain = group.family == "elementwise" and set(group.roles) <= set(ARRAY_ROLES)
-    return checks.View(
-        values=case.values,
-        roles=group.roles,
-        dtype=case.dtype,
-        tags=frozenset(input_classes(case, group)),
-        arrays=tuple(array_inputs(case, group)),
-        plain_op=group.op if plain else "",
-        params=group.params,
-        nan_parameter=_has_nan_parameter(case, group),
-    )
+    tags = input_classes(case, group)
+    return view_of(case, group, tags, nan_parameter=_has_nan_parameter(case, group))
 
 
 def _names_in_data() -> set[str]:
@@ -230,5 +221,5 @@ def test_an_open_kind_is_classified_unspecified_with_its_question(catalog: model
     asked = run.questions[0].blame
     assert asked.question.startswith("The sign of a zero a running sum")
     assert "zero-sign-of-accumulator" in asked.basis and "https://" in asked.basis
-    terms = terms_of(case, group, run.tags)
-    assert {o.trait for o in terms.openings} >= {"zero-sign-of-accumulator"}
+    terms = terms_of(case, group, view_of(case, group, run.tags))
+    assert {o.name for o in terms.openings} >= {"zero-sign-of-accumulator"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xamt.oracle.verdict import Judgement, Opening, Terms, internal, judge, refused
+from xamt.catalog.ops import Trait
+from xamt.oracle.verdict import Judgement, Terms, internal, judge, refused
 from xamt.types import ErrorInfo, Outcome
 from xamt.workers.protocol import BFloat16
 
@@ -31,13 +32,16 @@ def terms(**kw: object) -> Terms:
     return Terms(**fixed)  # type: ignore[arg-type]
 
 
-def opening(*kinds: str, integer_results: bool = False) -> Opening:
-    return Opening(
-        kinds=frozenset(kinds),
-        question="a question nothing decides",
-        trait="a-trait",
-        link="https://example.org/doc",
-        integer_results=integer_results,
+def opening(*kinds: str, **fields: object) -> Trait:
+    """A trait opening ``kinds`` (fields: scope, floating_results, ...)."""
+    return Trait(
+        name=str(fields.pop("name", "a-trait")),
+        reason="a reason",
+        link=str(fields.pop("link", "https://example.org/doc")),
+        opens=kinds,
+        when="always",
+        question=str(fields.pop("question", "a question nothing decides")),
+        **fields,  # type: ignore[arg-type]
     )
 
 
@@ -796,10 +800,13 @@ def test_an_integer_result_a_numpy_scalar_holds_exactly_is_a_dtype_policy() -> N
 
 
 # the other part of a complex infinity, asked where every result is one (a scoped opening)
-OTHER_PART = Opening(
-    kinds=frozenset({"nan", "inf", "signed-zero", "value"}),
+OTHER_PART = opening(
+    "nan",
+    "inf",
+    "signed-zero",
+    "value",
     question="the other part",
-    trait="complex-infinity-other-part",
+    name="complex-infinity-other-part",
     link="https://example.org/annex-g",
     scope="complex-infinities",
 )
@@ -874,10 +881,10 @@ def test_a_reference_that_fixes_the_other_part_of_a_complex_infinity_decides() -
 def test_an_opening_for_floating_results_leaves_bool_results_judged() -> None:
     """The digits of a sum at the dtype's limit are open; any() of those values is not a sum:
     a bool answer that differs is decided."""
-    cond = Opening(
-        kinds=frozenset({"value"}),
+    cond = opening(
+        "value",
         question="the digits of a sum at the dtype's limit",
-        trait="condition-at-dtype-limit",
+        name="condition-at-dtype-limit",
         link="https://example.org/conditioning",
         floating_results=True,
     )

@@ -39,7 +39,7 @@ from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify, load_known
 from xamt.oracle import checks
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
-from xamt.oracle.verdict import Blame, Judgement, Opening, Terms, judge
+from xamt.oracle.verdict import Blame, Judgement, Terms, judge
 from xamt.outcomes import outcome_summary
 from xamt.serialize import case_to_jsonable
 from xamt.types import Call, Case, Outcome
@@ -280,36 +280,23 @@ def equated(
 def terms_of(
     case: Case,
     group: Group,
-    tags: Sequence[str],
+    view: checks.View,
     *,
-    nan_parameter: bool = False,
     formula_positions: np.ndarray | None = None,
 ) -> Terms:
     """What ``case`` may be judged on: its group's traits (``xamt/catalog/data/ops.toml``)
-    whose conditions hold on it, read through the named checks of :mod:`xamt.oracle.checks`.
+    whose conditions hold on it (``view``, :func:`view_of`), read through the named checks
+    of :mod:`xamt.oracle.checks`.
 
     ``formula_positions``: where the group's formula reference leaves results open (None
     without a formula reference; then the traits' position rules apply)."""
-    view = view_of(case, group, tags, nan_parameter=nan_parameter)
-    arrays, plain = view.arrays, bool(view.plain_op)
+    arrays, plain, tags = view.arrays, bool(view.plain_op), view.tags
     traits = traits_of(group)
     invalid = "out-of-range-axis" if "out-of-range-axis" in tags else ""
-    for t in traits:
-        if not invalid and t.domain and checks.DOMAINS[t.domain](view):
-            invalid = t.name
-    openings = tuple(
-        Opening(
-            kinds=frozenset(t.opens),
-            question=t.question,
-            trait=t.name,
-            link=t.link,
-            integer_results=t.integer_results,
-            floating_results=t.floating_results,
-            scope=t.scope,
-        )
-        for t in traits
-        if t.opens and checks.CONDITIONS[t.when](view, t.bound)
+    invalid = invalid or next(
+        (t.name for t in traits if t.domain and checks.DOMAINS[t.domain](view)), ""
     )
+    openings = tuple(t for t in traits if t.opens and checks.CONDITIONS[t.when](view, t.bound))
     positions = formula_positions
     if formula_positions is None:
         for t in (t for t in traits if t.positions):
@@ -326,7 +313,7 @@ def terms_of(
         invalid=invalid,
         int_inputs=tuple(a for a in arrays if a.dtype.kind in "iu"),
         openings=openings,
-        nan_parameter=nan_parameter,
+        nan_parameter=view.nan_parameter,
         open_positions=positions,
         reference_signs=formula_positions is None,
         nan_input="nan" in tags,
@@ -429,10 +416,9 @@ def judge_case(
     # minimum NaN; celu(x, alpha=NaN) has no one answer)
     if reference is None and not nan_parameter:
         reference, formula_positions, judged = _formula_reference(case, group, outcomes)
-    terms = terms_of(
-        case, group, tags, nan_parameter=nan_parameter, formula_positions=formula_positions
-    )
-    judged = equated(view_of(case, group, tags), group, judged)
+    view = view_of(case, group, tags, nan_parameter=nan_parameter)
+    terms = terms_of(case, group, view, formula_positions=formula_positions)
+    judged = equated(view, group, judged)
     if beyond_memory_cap(case, group):
         judged = _without_allocations(judged)
     judgement = judge(judged, reference, terms)
@@ -730,8 +716,8 @@ def decided_by(blame: Blame, classification: Classification, entry: KnownRef | N
         return f"process: an error inside {blame.library} ({blame.error})"
     if blame.split or classification == "split":
         return f"split: {blame.detail}"
-    if "the array API standard requires" in blame.detail or "its definition" in blame.detail:
-        return f"standard: {blame.detail}"
+    if blame.basis:
+        return blame.basis
     if blame.confidence == "reference":
         return f"reference: {blame.detail}"
     return f"majority: {blame.detail}"

@@ -10,7 +10,7 @@ it, scalar roles at their canonical value or at boundaries, defaults omitted as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -297,7 +297,7 @@ def strict(api: str) -> bool:
     return inplace(api) or api.startswith(STRICT_NAMESPACES)
 
 
-def accepts(group: Group, api: str, dtype: str | None, tags: Sequence[str] = ()) -> bool:
+def accepts(group: Group, api: str, dtype: str | None, tags: Collection[str] = ()) -> bool:
     """Whether member ``api`` may be drawn for (or judged on) a case of ``dtype`` with input
     classes ``tags``: a strict member only for the group's validation dtype, or another float
     dtype when that is a float, never with inputs to broadcast, and a strictly typed namespace

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.catalog.ops import Trait
 from xamt.findings import FAMILY, Confidence, Family, Kind
 from xamt.oracle import special
 from xamt.oracle import summary as summaries
@@ -233,7 +234,8 @@ class Blame:
     # what no document decides here (an operation trait's question): the blame is then
     # classified "unspecified", never filed
     question: str = ""
-    # what decides it: "unspecified: <question> (<trait>: <link>)" for an open question
+    # what decides it, where the verdict knows more than its kind and confidence say: the
+    # standard's special case ("standard: ..."), or "unspecified: <question> (<trait>: <link>)"
     basis: str = ""
 
     @property
@@ -268,21 +270,6 @@ def refused(outcome: Outcome) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Opening:
-    """Kinds of difference nothing decides in one case, and the question they leave: an
-    operation trait whose condition holds (``xamt/catalog/data/ops.toml``). A library
-    departing there is blamed with this question, and classified ``unspecified``."""
-
-    kinds: frozenset[str]
-    question: str
-    trait: str
-    link: str
-    integer_results: bool = False  # only where every result is an integer
-    floating_results: bool = False  # only where every result is floating (not bool any)
-    scope: str = ""  # "complex-infinities": only where every result is one
-
-
-@dataclass(frozen=True, kw_only=True)
 class Terms:
     """What one case may be judged on, derived once per case (:func:`xamt.replay.terms_of`).
 
@@ -296,7 +283,8 @@ class Terms:
             outside the operation's domain. Only dead processes are blamed.
         int_inputs: the integer array inputs. A floating result whose dtype cannot hold them
             exactly (2**31 - 1 has no float32 value) is not blamed for its values.
-        openings: kinds of difference nothing decides here, each with its question.
+        openings: the operation's traits whose condition holds here: kinds of difference
+            nothing decides, each with its question (``xamt/catalog/data/ops.toml``).
         nan_parameter: a scalar parameter is NaN: a library that keeps integer input integer
             cannot show the NaN it brings (its promotion policy).
         open_positions: result positions no answer is held to (a limit, ``silu(-inf)``).
@@ -314,7 +302,7 @@ class Terms:
     exclude: frozenset[str] = frozenset()
     invalid: str = ""
     int_inputs: tuple[np.ndarray, ...] = ()
-    openings: tuple[Opening, ...] = ()
+    openings: tuple[Trait, ...] = ()
     nan_parameter: bool = False
     open_positions: np.ndarray | None = None
     reference_signs: bool = True
@@ -596,21 +584,21 @@ def _blames_of(
     return [b for b in blames if not _unjudgeable(b, live, v, terms, standard)]
 
 
-def _basis(opening: Opening) -> str:
-    return f"unspecified: {opening.question} ({opening.trait}: {opening.link})"
+def _basis(opening: Trait) -> str:
+    return f"unspecified: {opening.question} ({opening.name}: {opening.link})"
 
 
-def _openings(terms: Terms, outputs: Sequence[Any]) -> dict[str, Opening]:
+def _openings(terms: Terms, outputs: Sequence[Any]) -> dict[str, Trait]:
     """The kinds this case leaves open, each with the first opening that names it."""
     integers = _integer_results(outputs)
     floats = all(_floating(x) for x in outputs)
-    found: dict[str, Opening] = {}
+    found: dict[str, Trait] = {}
     for o in terms.openings:
         if (o.integer_results and not integers) or (o.floating_results and not floats):
             continue
         if o.scope:
             continue
-        for kind in o.kinds:
+        for kind in o.opens:
             found.setdefault(kind, o)
     return found
 
@@ -1441,15 +1429,19 @@ def _by_standard(
         want = expected.reshape(-1)[i]
         kind = _departure_kind(got, want)
         args = ", ".join(repr(a.reshape(-1)[i].item()) for a in np.broadcast_arrays(*inputs))
+        detail = (
+            f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where {source} "
+            f"requires {_fmt(want)} ({int(bad.sum())} "
+            f"{'sampled ' if shape is not None else ''}position"
+            f"{'s' if bad.sum() != 1 else ''})"
+        )
         out.append(
             Blame(
                 kind=kind,
                 library=lib,
                 confidence="reference",
-                detail=f"{kind}: {lib} returned {_fmt(got)} for {op}({args}) where {source} "
-                f"requires {_fmt(want)} ({int(bad.sum())} "
-                f"{'sampled ' if shape is not None else ''}position"
-                f"{'s' if bad.sum() != 1 else ''})",
+                detail=detail,
+                basis=f"standard: {detail}",
             )
         )
     return out
