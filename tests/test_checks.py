@@ -37,6 +37,26 @@ def test_condition_dtype_limit_input() -> None:
     assert not holds(view({}, dtype="float32", tags=frozenset({"nan"})), "")
 
 
+def test_condition_ill_conditioned_matrix() -> None:
+    """cond(A) * eps reaching the dtype's relative tolerance, or a matrix singular at the
+    dtype's precision; only the first (matrix) input counts, and only finite floats."""
+    holds = CONDITIONS["ill-conditioned-matrix"]
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]], F32)
+    near = np.array([[1.0, 1.0], [1.0, 1.0 + 1e-5]], F32)  # cond about 4e5: 4e5 * 1.2e-7 > 1e-4
+    good = np.array([[2.0, 1.0], [1.0, 3.0]], F32)
+    assert holds(view({"x": singular}, dtype="float32"), "")
+    assert holds(view({"x": near}, dtype="float32"), "")
+    # in float64 the same matrix's error bound (4e5 * 2.2e-16) is well within float64's rtol
+    assert not holds(view({"x": near.astype(np.float64)}, dtype="float64"), "")
+    assert not holds(view({"x": good}, dtype="float32"), "")
+    assert not holds(view({"x": good, "b": singular}, dtype="float32"), "")  # b: no matter
+    batch = np.stack([good, singular])
+    assert holds(view({"x": batch}, dtype="float32"), "")
+    assert not holds(view({"x": np.array([[1.0, np.nan], [0.0, 1.0]], F32)}, dtype="float32"), "")
+    assert not holds(view({"x": np.array([1.0, 0.0], F32)}, dtype="float32"), "")  # no matrix
+    assert holds(view({"x": np.array([[1, 1], [1, 1]], np.complex64)}, dtype="complex64"), "")
+
+
 def test_condition_int_overflow_input() -> None:
     holds = CONDITIONS["int-overflow-input"]
     assert holds(view({}, tags=frozenset({"int-overflow"})), "")

@@ -621,6 +621,18 @@ def test_summary_and_html_golden() -> None:
 # -- what the summary and the HTML report show, in which order -------------------------------
 
 
+def test_an_issue_lists_the_other_callables_its_root_cause_shows_through() -> None:
+    """A finding that other callables' findings joined (xamt.triage.pipeline.joined) names
+    each of them, with why, before the results table; one that none joined says nothing."""
+    doc = fixture_doc()
+    f = by_callable(doc, "paddle.sinc")
+    assert "The same root cause shows through" not in render.issue_body(f, doc)
+    why = "value/paddle/paddle.sinc_/float32/nan: its source calls paddle.sinc"
+    body = render.issue_body(f.replace(also=(why,)), doc)
+    listed = body.index("The same root cause shows through")
+    assert f"- `{why}`" in body[listed:] and listed < body.index("| library |")
+
+
 def test_the_flagship_issue_opens_with_its_one_line_reproduction() -> None:
     doc = fixture_doc()
     f = by_callable(doc, "paddle.sinc")

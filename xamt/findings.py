@@ -142,6 +142,9 @@ class Finding:
     # the sentences of the blamed callable's documentation that speak of the finding's dtype,
     # trigger or parameters (xamt.triage.docs)
     documentation: tuple[str, ...] = ()
+    # the other callables (or kinds) this root cause was met through, each "<key>: <why>"
+    # (the same code by a reviewed record, the same callable, a delegation its source shows)
+    also: tuple[str, ...] = ()
     reproduced: int = 0
     runs: int = 0
     occurrences: int = 1
@@ -205,6 +208,7 @@ def to_json(f: Finding) -> dict[str, Any]:
         "decided_by": f.decided_by,
         "question": f.question,
         "documentation": list(f.documentation),
+        "also": list(f.also),
         "reproduced": f.reproduced,
         "runs": f.runs,
         "occurrences": f.occurrences,
@@ -342,6 +346,7 @@ def _from_checked(raw: Any, where: str) -> Finding:
         decided_by=r.text("decided_by", ""),
         question=r.text("question", ""),
         documentation=r.str_list("documentation"),
+        also=r.str_list("also"),
         error=r.text("error", ""),
         reproduced=r.integer("reproduced", 0),
         runs=r.integer("runs", 0),

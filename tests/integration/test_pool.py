@@ -18,7 +18,7 @@ import pytest
 from xamt.errors import WorkerError
 from xamt.types import Call
 from xamt.workers import protocol
-from xamt.workers.pool import MIN_DEADLINE, MIN_OBSERVED, WorkerPool
+from xamt.workers.pool import MIN_DEADLINE, MIN_OBSERVED, Doc, WorkerPool
 
 ADD = Call(api="numpy.add", args=(np.ones(3, np.float32), np.ones(3, np.float32)))
 
@@ -320,14 +320,21 @@ def test_docs_come_from_each_worker_and_a_stuck_worker_gives_empty_ones(
     docs = small_pool.docs(
         {"numpy": ["numpy.sinc"], "torch": ["torch.sinc", "torch.no_such_thing"]}
     )
-    assert "sinc" in docs["numpy"]["numpy.sinc"]
-    assert docs["torch"]["torch.sinc"] and docs["torch"]["torch.no_such_thing"] == ""
+    assert "sinc" in docs["numpy"]["numpy.sinc"].text
+    assert docs["torch"]["torch.sinc"].text and docs["torch"]["torch.no_such_thing"] == Doc()
     assert all(small_pool.workers[lib].alive for lib in pids)
     assert {lib: worker_pid(small_pool, lib) for lib in pids} == pids
+    # the code a callable hands its work to: numpy's cond computes singular values with svd
+    code = small_pool.docs({"numpy": ["numpy.linalg.cond", "numpy.linalg.svd", "numpy.sinc"]})
+    cond, svd, sinc = (
+        code["numpy"][p] for p in ("numpy.linalg.cond", "numpy.linalg.svd", "numpy.sinc")
+    )
+    assert cond.name.endswith(".cond") and set(cond.calls) & svd.implementation()
+    assert not set(sinc.calls) & svd.implementation()
     # a worker that does not answer in time gives "" and is replaced; the other answers
     small_pool.deadline = 1.0
     os.kill(pids["torch"], signal.SIGSTOP)
     docs = small_pool.docs({"numpy": ["numpy.add"], "torch": ["torch.add"]})
-    assert docs["numpy"]["numpy.add"] and docs["torch"] == {"torch.add": ""}
+    assert docs["numpy"]["numpy.add"].text and docs["torch"] == {"torch.add": Doc()}
     assert worker_pid(small_pool, "torch") != pids["torch"]
     assert small_pool.call("torch", Call(api="torch.add", args=ADD.args)).status == "ok"

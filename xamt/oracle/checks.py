@@ -26,6 +26,7 @@ import numpy as np
 
 from xamt import formulas
 from xamt.oracle import special
+from xamt.tolerance import TOLERANCE
 
 FLOATING_DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128")
 
@@ -150,7 +151,36 @@ def _complex_infinite_any(view: View, bound: str) -> bool:
     )
 
 
+def _ill_conditioned_matrix(view: View, bound: str) -> bool:
+    """A finite floating matrix input (or one matrix of a batch) whose condition number times
+    its dtype's epsilon reaches the comparison's relative tolerance: an inverse, solve or
+    pseudo-inverse computed in that dtype carries a relative error of about cond * eps
+    (backward-stable algorithms), more than two correct libraries are held to; a matrix
+    singular at the dtype's precision (smallest singular value below max(M, N) * eps of the
+    largest, the libraries' documented pseudo-inverse cutoff) among them."""
+    for a in view.arrays[:1]:  # the matrix (a right-hand side's condition is no matter)
+        if a.ndim < 2 or a.dtype.kind not in "fc" or not a.size or not np.isfinite(a).all():
+            continue
+        eps = float(np.finfo(np.float32 if a.dtype.itemsize < 4 else a.dtype).eps)
+        if view.dtype in ("float16", "bfloat16"):
+            eps = {"float16": 2.0**-10, "bfloat16": 2.0**-7}[view.dtype]
+        rtol = TOLERANCE.get(view.dtype, TOLERANCE["float64"])[0]
+        wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        try:
+            s = np.linalg.svd(wide, compute_uv=False)
+        except np.linalg.LinAlgError:
+            return True  # (no convergence: nothing about this matrix is well-conditioned)
+        largest, smallest = s.max(axis=-1), s.min(axis=-1)
+        cutoff = max(a.shape[-2:]) * eps * largest
+        with np.errstate(divide="ignore", invalid="ignore"):
+            condition = np.where(smallest > 0, largest / smallest, np.inf)
+        if np.any((smallest <= cutoff) | (condition * eps >= rtol)):
+            return True
+    return False
+
+
 CONDITIONS: dict[str, Condition] = {
+    "ill-conditioned-matrix": _ill_conditioned_matrix,
     "nan-parameter": _nan_parameter,
     "not-componentwise": _not_componentwise,
     "always": _always,

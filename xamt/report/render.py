@@ -790,6 +790,7 @@ def finding_view(
         "detail": clip(_clean(f.detail), CODE_LIMIT),
         "decided_by": clip(_clean(f.decided_by), CODE_LIMIT),
         "documentation": [clip(_clean(s), CODE_LIMIT) for s in f.documentation],
+        "also": [clip(_clean(s), CODE_LIMIT) for s in f.also],
         "libraries": rows,
         "value_class": str(f.case.get("value_class", "?")),
         "seed": f.case.get("seed", "?"),

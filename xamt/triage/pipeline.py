@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xamt.catalog.model import ARRAY_ROLES, Group
+from xamt.catalog.shared import shared_code
 from xamt.findings import Finding, KnownRef, Minimization, decode_case
 from xamt.known import KnownDifference
 from xamt.oracle.signature import normalize_message, signature_of
@@ -46,7 +47,7 @@ from xamt.triage import docs
 from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
 from xamt.types import Case
-from xamt.workers.pool import WorkerPool
+from xamt.workers.pool import Doc, WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES
 
 # Calls a minimization may spend, by kind: crashes restart a worker each time, hangs wait for
@@ -97,6 +98,17 @@ NON_FINITE_ROOTS = {"nan": "non-finite", "inf": "non-finite"}
 PROCESS_FAMILIES = ("crash", "hang")
 
 
+# A wrong dtype and wrong values of one callable are one root: the dtype is usually why the
+# values are wrong (paddle's Frobenius norm of complex input: a complex dtype and a complex
+# "norm", 7.24+0.17j for 10.0).
+ROOT_FAMILIES = {"value": "output", "dtype": "output"}
+
+
+def root_family(f: Finding) -> str:
+    """The family a root cause is told by: value and dtype as one (:data:`ROOT_FAMILIES`)."""
+    return ROOT_FAMILIES.get(f.family, f.family)
+
+
 def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
     """What makes two suspected bugs one root cause, whatever dtype (or error type) they were
     met with.
@@ -108,7 +120,10 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
       :data:`NON_FINITE_ROOTS`): paddle's fftn, ifftn, rfftn and hfftn dying on a 0-d array
       miss one check in their shared helper; mxnet's sum and mean dying on an empty axis, one
       in its reductions.
-    - Any other departure: the library, its callable and the kind family, whatever input
+    - A callable whose code is shared with others (a reviewed record,
+      :mod:`xamt.catalog.shared`): that code and the root family (:func:`root_family`); a
+      status or shape departure also by its trigger.
+    - Any other departure: the library, its callable and the root family, whatever input
       class shows it (paddle.sinc's last line turns a NaN result into 1 whether the NaN came
       in or from sin(-DBL_MAX); mindspore's outer loses -0.0 through its matmul with and
       without -0.0 in the input).
@@ -125,7 +140,32 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
         trigger = NON_FINITE_ROOTS.get(f.trigger, f.trigger)
         where = f"family:{family}" if family else f.callable
         return (f.library, where, f.family, f"{trigger}/{f.error}")
-    return (f.library, f.callable, f.family, "*")
+    shared = shared_code(f.library, f.apis.get(f.library, ""))
+    if shared is not None:
+        trigger = "*" if f.family in ROOT_FAMILIES else f.trigger
+        return (f.library, f"code:{shared.name}", root_family(f), trigger)
+    return (f.library, f.callable, root_family(f), "*")
+
+
+def why_joined(first: Finding, other: Finding, family: str = "") -> str:
+    """Why ``other`` is the root cause of ``first`` (one :func:`same_root`), as the line
+    ``first`` lists it by; "" where it is the same callable's same kind of departure in
+    another dtype or input class (nothing to list)."""
+    if other.callable == first.callable and root_family(other) == root_family(first):
+        return "" if other.family == first.family else f"{other.key}: the same callable"
+    shared = shared_code(other.library, other.apis.get(other.library, ""))
+    if shared is not None and other.family not in PROCESS_FAMILIES:
+        return f"{other.key}: runs the same code ({shared.code}; {shared.link})"
+    if other.family in PROCESS_FAMILIES:
+        return f"{other.key}: the same {other.error or other.kind} in the {family} family"
+    return f"{other.key}: the same internal failure"
+
+
+def joined(first: Finding, other: Finding, why: str) -> Finding:
+    """``first`` listing ``other`` (``why``) among the callables its root cause shows in."""
+    if not why or why in first.also:
+        return first
+    return first.replace(also=(*first.also, why))
 
 
 def pool_predicate(replay: Replay) -> Predicate:
@@ -354,7 +394,9 @@ def triage(
             if first != final.signature:
                 # the same suspected root cause in another dtype or input class (or, for a
                 # dead process, another operation of the family): one finding, counted there
-                store.rekey_finding(row.signature, store.finding(first).finding)
+                primary = store.finding(first).finding
+                why = why_joined(primary, final, group.family)
+                store.rekey_finding(row.signature, joined(primary, final, why))
                 continue
         documented += final.classification == "documented-difference"
         if late() and not final.suspected:
@@ -386,7 +428,9 @@ def triage(
         if final.suspected:
             attach.append(final)
     if attach and not late():
-        documented += _attach_documentation(store, pool, attach)
+        code = _read_code(pool, attach)
+        documented += _attach_documentation(store, attach, code)
+        _join_delegations(store, [f.signature for f in attach], code)
     return TriageSummary(
         findings=len(todo),
         documented=documented,
@@ -400,24 +444,65 @@ def triage(
 DOCUMENTED_DTYPE_FAMILIES = frozenset({"value", "dtype", "status", "shape"})
 
 
-def _attach_documentation(store: Store, pool: WorkerPool, found: Sequence[Finding]) -> int:
-    """Read the blamed callable's docstring of each suspected bug (one batch, every library
-    at once) and keep the sentences that speak of its dtype, trigger or parameters. Where the
-    docstring states the dtypes the callable accepts and the finding's is not among them, the
-    input is outside what the library documents: a support gap, classified a documented
-    difference citing those dtypes. Returns how many were so reclassified."""
+def _read_code(pool: WorkerPool, found: Sequence[Finding]) -> dict[str, dict[str, Doc]]:
+    """The documentation and code of the blamed callable of each suspected bug, from the
+    workers (one batch, every library at once): library -> API path -> :class:`Doc`."""
     wanted: dict[str, list[str]] = {}
     for f in found:
         api = f.apis.get(f.library)
         if api and f.library in pool.workers:
             wanted.setdefault(f.library, []).append(api)
     if not wanted:
-        return 0
-    texts = pool.docs({lib: list(dict.fromkeys(apis)) for lib, apis in wanted.items()})
+        return {}
+    return pool.docs({lib: list(dict.fromkeys(apis)) for lib, apis in wanted.items()})
+
+
+def _join_delegations(
+    store: Store, signatures: Sequence[str], code: Mapping[str, Mapping[str, Doc]]
+) -> int:
+    """Join each suspected bug to one of a callable its blamed callable hands its work to,
+    as the library's own source says (its :class:`Doc` calls that callable's
+    implementation): the same library, root family (:func:`root_family`) and trigger, another
+    callable. mindspore.numpy.flipud returns ``flip(m, 0)``: a wrong result of both is flip's.
+    Returns how many were joined."""
+    rows = [store.finding(s).finding for s in signatures]
+    rows = [f for f in rows if f.suspected]
+
+    def doc(f: Finding) -> Doc:
+        return code.get(f.library, {}).get(f.apis.get(f.library, ""), Doc())
+
+    gone: set[str] = set()
+    for caller in rows:
+        calls = set(doc(caller).calls)
+        for callee in rows:
+            if callee.signature in gone or callee.signature == caller.signature:
+                continue
+            same = (callee.library, root_family(callee), callee.trigger) == (
+                caller.library,
+                root_family(caller),
+                caller.trigger,
+            )
+            if same and callee.callable != caller.callable and calls & doc(callee).implementation():
+                primary = store.finding(callee.signature).finding
+                why = f"{caller.key}: its source calls {doc(callee).name}"
+                store.rekey_finding(caller.signature, joined(primary, caller, why))
+                gone.add(caller.signature)
+                break
+    return len(gone)
+
+
+def _attach_documentation(
+    store: Store, found: Sequence[Finding], code: Mapping[str, Mapping[str, Doc]]
+) -> int:
+    """Keep the sentences of the blamed callable's docstring of each suspected bug that speak
+    of its dtype, trigger or parameters. Where the docstring states the dtypes the callable
+    accepts and the finding's is not among them, the input is outside what the library
+    documents: a support gap, classified a documented difference citing those dtypes.
+    Returns how many were so reclassified."""
     reclassified = 0
     for f in found:
         api = f.apis.get(f.library, "")
-        doc = texts.get(f.library, {}).get(api, "")
+        doc = code.get(f.library, {}).get(api, Doc()).text
         if not doc:
             continue
         values = f.case.get("values", {}) if isinstance(f.case, dict) else {}

@@ -406,17 +406,17 @@ class WorkerPool:
         worker.send({"op": "describe", "id": rid, "namespaces": list(namespaces or [])})
         return self._read_until(worker, time.monotonic() + 600, "describe")
 
-    def docs(self, paths: Mapping[str, Sequence[str]]) -> dict[str, dict[str, str]]:
-        """The docstring of each API path, from its library's worker, all libraries at once:
-        library -> path -> docstring, "" where the path names nothing callable or the callable
-        has none. A worker that dies or misses the deadline gives "" for its paths not yet
-        answered and is restarted, as after a call. Submitted runs are finished first."""
+    def docs(self, paths: Mapping[str, Sequence[str]]) -> dict[str, dict[str, Doc]]:
+        """The documentation and code of each API path, from its library's worker, all
+        libraries at once: library -> path -> :class:`Doc`, empty where the path names nothing
+        callable. A worker that dies or misses the deadline gives empty ones for its paths not
+        yet answered and is restarted, as after a call. Submitted runs are finished first."""
         for lib in paths:
             if lib not in self.workers:
                 raise WorkerError(f"no worker for {lib!r} in this pool")
         while self._inflight:  # a run's replies and these must not interleave
             self._advance()
-        found = {lib: dict.fromkeys(apis, "") for lib, apis in paths.items()}
+        found = {lib: dict.fromkeys(apis, Doc()) for lib, apis in paths.items()}
         queries = {lib: _DocQuery(deque(found[lib])) for lib in paths if found[lib]}
         for lib in queries:
             if not self.workers[lib].alive:
@@ -561,7 +561,7 @@ class WorkerPool:
         return True
 
     def _take_docs(
-        self, lib: str, queries: dict[str, _DocQuery], found: dict[str, dict[str, str]]
+        self, lib: str, queries: dict[str, _DocQuery], found: dict[str, dict[str, Doc]]
     ) -> None:
         """Record the docstrings ``lib``'s worker has sent, asking for the next each time."""
         worker, query = self.workers[lib], queries[lib]
@@ -575,9 +575,14 @@ class WorkerPool:
                 return
             if frame.get("id") != query.rid:
                 continue
-            doc = frame.get("doc")
+            doc, name, calls = frame.get("doc"), frame.get("name", ""), frame.get("calls", [])
             if frame.get("status") == "ok" and isinstance(doc, str):
-                found[lib][query.path] = doc
+                plain = isinstance(calls, list) and all(isinstance(c, str) for c in calls)
+                found[lib][query.path] = Doc(
+                    text=doc,
+                    name=name if isinstance(name, str) else "",
+                    calls=tuple(calls) if plain else (),
+                )
             if not self._ask_doc(lib, query):
                 del queries[lib]
                 return
@@ -905,6 +910,24 @@ class _BatchState:
     single: bool = False
     deadline: float = 0.0
     since: float = 0.0  # when the current call began waiting
+
+
+@dataclass(frozen=True)
+class Doc:
+    """What a worker says of a callable: its docstring, its qualified name
+    (``module.qualname``) and the functions and classes of its own library that its Python
+    source calls (following calls to its implementation of the same name one layer down)."""
+
+    text: str = ""
+    name: str = ""
+    calls: tuple[str, ...] = ()
+
+    def implementation(self) -> frozenset[str]:
+        """Its own name and the same-named functions it hands its work to: what a caller
+        that delegates to it calls."""
+        tail = self.name.rsplit(".", 1)[-1]
+        same = (c for c in self.calls if c.rsplit(".", 1)[-1] == tail)
+        return frozenset({self.name, *same} - {""})
 
 
 @dataclass

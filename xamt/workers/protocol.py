@@ -65,6 +65,8 @@ PREFIX = struct.Struct(">4sIQ")
 MAX_HEADER = 64 * 1024 * 1024
 # UTF-8 bytes of docstring one ``doc`` reply carries (a longer one is cut at a character).
 DOC_LIMIT = 64 * 1024
+# Names of called functions one ``doc`` reply carries.
+CALLS_LIMIT = 256
 # Array bytes one reply may carry when no budget is given (the worker's ``--result-budget``).
 DEFAULT_RESULT_BUDGET = 4 << 20
 # Positions a summary samples (at most): half evenly spaced, half pseudo-random.

@@ -4,7 +4,8 @@ Started by the pool as ``<env python> -E -s .../xamt/workers/server.py --lib NAM
 the standard library, numpy and its one adapter; xamt's orchestrator dependencies (typer,
 jinja2, PyGithub) are not installed in library environments and are never imported here.
 
-Requests (``op``): ``hello``, ``describe``, ``doc`` (a callable's docstring), ``call``, ``batch``,
+Requests (``op``): ``hello``, ``describe``, ``doc`` (a callable's docstring, its qualified name
+and the library functions its source calls), ``call``, ``batch``,
 ``shutdown``. A batch streams one reply frame per call as soon as it is done
 (``{"op": "result", "index": i, ...}``) and a final ``{"op": "done"}``, so when the process dies
 the orchestrator knows which call killed it.
@@ -23,6 +24,7 @@ if __name__ == "__main__":  # make ``xamt.workers`` importable without running `
     sys.path[:] = [p for p in sys.path if p != str(Path(__file__).resolve().parent)]
 
 import argparse
+import ast
 import ctypes
 import faulthandler
 import importlib
@@ -31,6 +33,7 @@ import inspect
 import os
 import resource
 import signal
+import textwrap
 import threading
 import time
 import traceback
@@ -55,6 +58,77 @@ TRACEBACK_FRAMES = 6
 
 class UnknownApi(Exception):
     """The API path does not name a callable of this library."""
+
+
+# How deep :func:`_code_of` follows a call to a function of the same name (an API that hands
+# its work to its backend's implementation: keras.ops.nanmedian to the tensorflow backend's).
+SAME_NAME_DEPTH = 3
+
+
+def _qualified(obj: Any) -> str:
+    """``module.qualname`` of a function or class, "" for anything else."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str):
+        return ""
+    return f"{module}.{qualname}"
+
+
+def _called(fn: Any) -> list[Any]:
+    """The objects the Python source of ``fn`` calls by a global name or a dotted path from
+    one (``flip(m, 0)``, ``ops.cast(x)``), resolved in its module's globals; [] where there
+    is no source (a builtin, a C extension)."""
+    fn = inspect.unwrap(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return []
+    names = getattr(fn, "__globals__", None)
+    if names is None:
+        module = sys.modules.get(getattr(fn, "__module__", None) or "")
+        names = vars(module) if module is not None else {}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        chain, head = [], node.func
+        while isinstance(head, ast.Attribute):
+            chain.append(head.attr)
+            head = head.value
+        if not isinstance(head, ast.Name) or head.id not in names:
+            continue
+        obj = names[head.id]
+        for part in reversed(chain):
+            obj = inspect.getattr_static(obj, part, None)
+        if obj is not None:
+            found.append(obj)
+    return found
+
+
+def _code_of(fn: Any) -> tuple[str, list[str]]:
+    """The qualified name of ``fn`` and of the functions and classes of its own library that
+    its source calls, following calls to a function of the same name (its implementation one
+    layer down) up to :data:`SAME_NAME_DEPTH` deep. Never raises."""
+    try:
+        name = _qualified(fn)
+        root = name.split(".", 1)[0]
+        calls: dict[str, None] = {}
+        todo, seen = [(fn, 0)], {name}
+        while todo:
+            current, depth = todo.pop()
+            tail = _qualified(current).rsplit(".", 1)[-1]
+            for obj in _called(current):
+                called = _qualified(obj)
+                if not called.startswith(f"{root}.") or called == name:
+                    continue
+                calls[called] = None
+                if depth < SAME_NAME_DEPTH and called.rsplit(".", 1)[-1] == tail:
+                    if called not in seen:
+                        seen.add(called)
+                        todo.append((obj, depth + 1))
+        return name, list(calls)
+    except Exception:  # noqa: BLE001 - a library's attributes may raise when read
+        return "", []
 
 
 def _die_with_parent(parent: int) -> None:
@@ -250,7 +324,13 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - a library's import or __doc__ may raise
             return {"status": "error", "error": _error_info(exc)}
         raw = text.encode("utf-8", errors="replace")[: protocol.DOC_LIMIT]
-        return {"status": "ok", "doc": raw.decode("utf-8", errors="ignore")}
+        name, calls = _code_of(self.resolve(api))
+        return {
+            "status": "ok",
+            "doc": raw.decode("utf-8", errors="ignore"),
+            "name": name,
+            "calls": calls[: protocol.CALLS_LIMIT],
+        }
 
     def hello(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,149 @@
+"""One root cause, one finding: what joins suspected bugs across dtypes, kinds and callables
+(xamt/triage/pipeline.py) and the reviewed shared-code records it reads
+(xamt/catalog/shared.py)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from xamt.catalog import model, shared
+from xamt.catalog.model import CatalogError
+from xamt.findings import FAMILY, SEVERITY, Finding, Kind
+from xamt.store import Store
+from xamt.triage.pipeline import _join_delegations, joined, same_root, why_joined
+from xamt.workers.pool import Doc
+
+
+def suspected(api: str, kind: Kind = "value", trigger: str = "nan", **changes: Any) -> Finding:
+    """A suspected bug blamed on ``api`` (its library is the path's first part)."""
+    library, op = api.split(".")[0], api.rsplit(".", 1)[-1]
+    return Finding(
+        signature=hashlib.sha256(f"{kind}/{api}/{trigger}".encode()).hexdigest()[:16],
+        key=f"{kind}/{library}/{library}.{op}/float32/{trigger}",
+        kind=kind,
+        classification="suspected-bug",
+        severity=SEVERITY[FAMILY[kind]],
+        confidence="majority",
+        library=library,
+        callable=f"{library}.{op}",
+        group=op,
+        apis={library: api},
+        trigger=trigger,
+        input_classes=(trigger,),
+        dtype="float32",
+    ).replace(**changes)
+
+
+def test_a_wrong_dtype_and_wrong_values_of_one_callable_are_one_root() -> None:
+    """paddle's complex Frobenius norm: a complex dtype and a complex "norm" are one defect;
+    a status departure of the same callable is another."""
+    values = suspected("paddle.linalg.norm", "value", "ordinary")
+    dtype = suspected("paddle.linalg.norm", "dtype", "dtype-limit")
+    status = suspected("paddle.linalg.norm", "status", "empty")
+    assert same_root(values) == same_root(dtype) != same_root(status)
+    assert why_joined(values, dtype) == f"{dtype.key}: the same callable"
+    # the same kind in another dtype is not listed: nothing to tell a maintainer
+    assert why_joined(values, suspected("paddle.linalg.norm", "nan", "inf")) == ""
+
+
+def test_callables_a_shared_code_record_names_are_one_root_by_trigger() -> None:
+    """paddle's argmin and argmax are one kernel: their uninitialised indices on an empty axis
+    are one finding, listing the other with the record's link; the same kernel failing on NaN
+    is another root, and an unrelated callable stays apart."""
+    argmin = suspected("paddle.argmin", "status", "empty")
+    argmax = suspected("paddle.argmax", "status", "empty")
+    assert same_root(argmin) == same_root(argmax)
+    assert same_root(suspected("paddle.argmax", "status", "nan")) != same_root(argmin)
+    assert same_root(suspected("paddle.sum", "status", "empty")) != same_root(argmin)
+    why = why_joined(argmin, argmax)
+    assert why.startswith(argmax.key) and "arg_min_max_kernel.cc" in why
+    listed = joined(joined(argmin, argmax, why), argmax, why)
+    assert listed.also == (why,)
+
+
+def test_shared_code_records_name_catalog_members_with_a_link() -> None:
+    """Every API path a record names is a member of the shipped catalog in that library, and
+    every record says why, with an https link to the library's source."""
+    catalog = model.load()
+    members = {(m.library, m.api) for g in catalog.groups for m in g.members}
+    records = shared.load_shared()
+    assert records
+    for (library, api), record in records.items():
+        assert (library, api) in members, f"{record.name}: {api} is in no group"
+        assert record.reason and record.link.startswith("https://")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[paddle.x]\napis = ["paddle.a"]\ncode = "c"\nreason = "r"\nlink = "https://e"\n',
+            "two or more",
+        ),
+        (
+            '[paddle.x]\napis = ["paddle.a", "torch.b"]\ncode = "c"\nreason = "r"\nlink = "https://e"\n',
+            "paddle's",
+        ),
+        (
+            '[paddle.x]\napis = ["paddle.a", "paddle.b"]\ncode = "c"\nreason = "r"\nlink = "http://e"\n',
+            "https",
+        ),
+        (
+            '[paddle.x]\napis = ["paddle.a", "paddle.b"]\ncode = "c"\nlink = "https://e"\n',
+            "exactly",
+        ),
+        (
+            '[nolib.x]\napis = ["nolib.a", "nolib.b"]\ncode = "c"\nreason = "r"\nlink = "https://e"\n',
+            "not a library",
+        ),
+        (
+            '[paddle.x]\napis = ["paddle.a", "paddle.b"]\ncode = "c"\nreason = "r"\nlink = "https://e"\n'
+            '[paddle.y]\napis = ["paddle.b", "paddle.c"]\ncode = "c"\nreason = "r"\nlink = "https://e"\n',
+            "two records",
+        ),
+    ],
+)
+def test_a_malformed_shared_code_file_is_refused_naming_the_record(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "shared.toml"
+    path.write_text(text)
+    with pytest.raises(CatalogError, match=message):
+        shared.load_shared(path)
+
+
+def test_a_callable_whose_source_calls_another_joins_its_finding(tmp_path: Path) -> None:
+    """mindspore.numpy.flipud returns flip(m, 0): its wrong result on NaN joins flip's, listed
+    there; a caller with another trigger, or one that calls nothing of the other, stays."""
+    flip = suspected("mindspore.numpy.flip")
+    flipud = suspected("mindspore.numpy.flipud")
+    other_trigger = suspected("mindspore.numpy.fliplr", trigger="inf")
+    unrelated = suspected("mindspore.numpy.rot90")
+    code = {
+        "mindspore": {
+            "mindspore.numpy.flip": Doc(name="mindspore.numpy.array_ops.flip"),
+            "mindspore.numpy.flipud": Doc(
+                name="mindspore.numpy.array_ops.flipud", calls=("mindspore.numpy.array_ops.flip",)
+            ),
+            "mindspore.numpy.fliplr": Doc(
+                name="mindspore.numpy.array_ops.fliplr", calls=("mindspore.numpy.array_ops.flip",)
+            ),
+            "mindspore.numpy.rot90": Doc(name="mindspore.numpy.array_ops.rot90", calls=("x.y",)),
+        }
+    }
+    with Store(tmp_path / "s.sqlite") as store:
+        campaign = store.start_campaign(name="c", config={})
+        for f in (flip, flipud, other_trigger, unrelated):
+            store.upsert_finding(f, campaign=campaign)
+        signatures = [f.signature for f in (flipud, other_trigger, unrelated, flip)]
+        assert _join_delegations(store, signatures, code) == 1
+        left = {r.signature: r.finding for r in store.findings()}
+        assert set(left) == {flip.signature, other_trigger.signature, unrelated.signature}
+        assert left[flip.signature].also == (
+            f"{flipud.key}: its source calls mindspore.numpy.array_ops.flip",
+        )
+        assert left[flip.signature].occurrences == 2
