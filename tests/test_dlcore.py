@@ -253,55 +253,6 @@ def test_binding_never_fails_on_values_the_minimizer_makes(kernel: object) -> No
             bind(m, values)  # (raises nothing: the library gets what there is)
 
 
-def test_one_function_at_every_rank_is_one_callable_in_a_finding() -> None:
-    from xamt.oracle.verdict import Blame
-    from xamt.replay import sign
-
-    blame = Blame(kind="crash", library="mxnet", confidence="reference", error="SIGFPE")
-    signed = []
-    for gid in ("pad_reflect1d", "pad_reflect3d"):
-        group = _group(gid)
-        x = np.zeros((1, 4, 0) + (3,) * (dlcore.spatial_rank(group.shapes) - 1), np.float32)
-        case = Case(
-            group=gid,
-            dtype="float32",
-            value_class="ordinary",
-            values={"x": x, "pad": group.params["pad"]},
-            apis={"mxnet": "mxnet.np.pad"},
-        )
-        signed.append(sign(case, group, blame, "empty"))
-    assert signed[0].callable == signed[1].callable == "mxnet.pad_reflect"
-    assert signed[0].signature == signed[1].signature
-    assert dlcore.callable_op("resize_lanczos3_2d") == "resize_lanczos3"
-
-
-def test_a_kernel_beyond_the_input_is_a_trigger_and_neutralizing_cuts_it() -> None:
-    from xamt.inputs.tags import input_classes
-    from xamt.replay import neutralized, triggers_in
-
-    group = _group("conv2d[valid]")
-    x = np.ones((1, 4, 1, 6), np.float32)
-    big = np.ones((6, 4, 9, 8), np.float32)
-    case = Case(
-        group=group.id,
-        dtype="float32",
-        value_class="ordinary",
-        values={"x": x, "kernel": big, "stride": 1},
-        apis={m.library: m.api for m in group.members},
-    )
-    tags = input_classes(case, group)
-    # x and kernel differ in shape by design: not a broadcast, and a kernel is no divisor
-    assert "kernel-beyond-input" in tags and "broadcast" not in tags
-    assert triggers_in(tags)[0] == "kernel-beyond-input"
-    fixed = neutralized(case, group, "kernel-beyond-input")
-    assert fixed is not None and fixed.values["kernel"].shape == (6, 4, 1, 6)
-    assert "kernel-beyond-input" not in input_classes(fixed, group)
-    pool = _group("max_pool2d")
-    case = dataclasses.replace(case, group=pool.id, values={"x": x, "kernel_size": 5, "stride": 1})
-    assert "kernel-beyond-input" in input_classes(case, pool)
-    assert neutralized(case, pool, "kernel-beyond-input").values["kernel_size"] == 1
-
-
 def test_a_losss_ordinary_inputs_are_probabilities() -> None:
     group = _group("binary_cross_entropy[none]")
     rng = np.random.default_rng(2)

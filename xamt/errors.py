@@ -3,10 +3,11 @@
 The CLI turns these into a one-line message and the exit code; it never shows a traceback for
 them. Messages say what happened and what to do.
 
-Errors owned by one module live there: ``CatalogError`` (8) and ``UnknownGroup`` (19) in
-:mod:`xamt.catalog.model`, ``StoreError`` (10) and ``UnknownSignature`` (20) in
-:mod:`xamt.store`, ``KnownDifferencesError`` (12) in :mod:`xamt.known`, the GitHub errors
-(13-16) in :mod:`xamt.report.github`, ``FindingsError`` (17) in :mod:`xamt.findings`.
+Errors owned by one module live there: ``CatalogError`` (8) in
+:mod:`xamt.catalog.vocabulary`, ``UnknownGroup`` (19) in :mod:`xamt.catalog.model`,
+``StoreError`` (10) and ``UnknownSignature`` (20) in :mod:`xamt.store`,
+``KnownDifferencesError`` (12) in :mod:`xamt.known`, the GitHub errors (13-16) in
+:mod:`xamt.report.github`, ``FindingsError`` (17) in :mod:`xamt.findings`.
 """
 
 from __future__ import annotations

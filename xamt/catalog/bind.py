@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.catalog.layouts import ENCODERS, VALUE_ENCODERS, permutation
 from xamt.catalog.model import Member
 from xamt.types import Call
 from xamt.workers.protocol import ApiRef
@@ -37,8 +38,6 @@ def _bind_dl(
     kwargs: dict[str, Any],
     seed: int | None,
 ) -> Call:
-    from xamt.catalog.dlcore import ENCODERS, VALUE_ENCODERS, permutation
-
     x = values.get("x")
     d = max(1, len(np.shape(getattr(x, "values", x))) - 2) if x is not None else 1
 

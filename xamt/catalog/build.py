@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from xamt import formulas
+from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
 from xamt.catalog.model import (
     ARRAY_ROLES,
@@ -60,11 +61,10 @@ from xamt.catalog.normalize import (
     scalar_value,
     snake_name,
 )
+from xamt.catalog.results import BATCH, agree, form_groups, to_plain
 from xamt.libraries import adapter_class, library_names
-from xamt.tolerance import TOLERANCE, tolerance
 from xamt.types import Call, Outcome
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import BFloat16, Opaque, Summary
 
 Progress = Callable[[str], None]
 SHAPES = {
@@ -99,7 +99,6 @@ KINDS = (
 AXIS = 0
 KEEPDIMS = True  # the non-default value, for the keepdims variant of a reduction
 SEQUENCE_LENGTH = 2  # how many canonical arrays a sequence role gets
-BATCH = 400
 INPUT_SEED = 20261130
 # Kinds of inventory entries that are never operations.
 SKIP_KINDS = frozenset({"class"})
@@ -466,26 +465,6 @@ def _key(c: Candidate, plan: Plan, kind: str, digest: str) -> str:
     return f"{key}|{','.join(c.member(plan).args)}" if c.interleaved else key
 
 
-def to_plain(value: Any) -> Any:
-    """An outcome value as JSON-able plain data (for the checkpoint file and comparison)."""
-    if isinstance(value, BFloat16):
-        value = value.values
-    if isinstance(value, np.ndarray):
-        flat = value.astype(np.complex128) if value.dtype.kind == "c" else value
-        data = flat.ravel().tolist()
-        if value.dtype.kind == "c":
-            data = [[z.real, z.imag] for z in data]
-        return {"dtype": value.dtype.name, "shape": list(value.shape), "data": data}
-    if isinstance(value, Summary):  # a result beyond the result budget: its sample as data
-        plain = to_plain(value.sample)
-        return {**plain, "shape": list(value.shape), "digest": value.digest}
-    if isinstance(value, (tuple, list)):
-        return {"seq": [to_plain(v) for v in value]}
-    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, Opaque):
-        return to_plain(np.asarray(value))
-    return {"opaque": type(value).__name__}
-
-
 def run_probes(
     pool: WorkerPool, todo: list[tuple[str, Candidate, Call]], store: ProbeStore, progress: Progress
 ) -> None:
@@ -516,96 +495,10 @@ def _result(out: Outcome) -> Any:
     return {"status": "ok", "value": to_plain(out.value)}
 
 
-def agree(a: Any, b: Any, *, finite_only: bool = False) -> bool:
-    """Whether two plain results are the same operation's output on the same inputs, within
-    the value oracle's tolerance for their dtypes (:mod:`xamt.tolerance`: integers
-    exact). ``finite_only`` (a probe): positions where either answer is NaN or infinite do not
-    count; the layouts and kinds still must match."""
-    if "seq" in a or "seq" in b:
-        return (
-            "seq" in a
-            and "seq" in b
-            and len(a["seq"]) == len(b["seq"])
-            and all(
-                agree(x, y, finite_only=finite_only)
-                for x, y in zip(a["seq"], b["seq"], strict=True)
-            )
-        )
-    if "data" not in a or "data" not in b or a["shape"] != b["shape"]:
-        return False
-    kinds = {np.dtype(a["dtype"]).kind, np.dtype(b["dtype"]).kind}
-    if "b" in kinds and kinds != {"b"}:
-        return False
-    x, y = _numeric(a), _numeric(b)
-    if kinds == {"b"}:
-        return bool(np.array_equal(x, y))
-    try:
-        rtol, atol = tolerance(a["dtype"], b["dtype"])
-    except KeyError:
-        rtol, atol = TOLERANCE["float32"]
-    with np.errstate(invalid="ignore"):
-        close = np.abs(x - y) <= atol + rtol * np.maximum(np.abs(x), np.abs(y))
-    if finite_only:
-        return bool(np.all(close | ~(np.isfinite(x) & np.isfinite(y))))
-    same = (x == y) | (np.isnan(x) & np.isnan(y))  # equal infinities, NaN with NaN
-    return bool(np.all(close | same))
-
-
-def _numeric(plain: dict[str, Any]) -> np.ndarray:
-    data = plain["data"]
-    if np.dtype(plain["dtype"]).kind == "c":
-        return np.array([complex(r, i) for r, i in data], dtype=np.complex128)
-    return np.array(data, dtype=np.float64 if np.dtype(plain["dtype"]).kind != "b" else bool)
-
-
 def _has_array(plain: Any) -> bool:
     if "seq" in plain:
         return any(_has_array(v) for v in plain["seq"])
     return "data" in plain
-
-
-def form_groups(
-    members: Sequence[Candidate] | Sequence[Member],
-    results: Sequence[Sequence[Any]],
-    plain: int | None = None,
-) -> list[list[int]]:
-    """Pairwise agreement -> components -> the group-level check (all members agree).
-
-    Results past the first ``plain`` ones answer probes (:data:`PROBE_SHAPES`): ``None`` (a
-    probe the member refused) agrees with anything, and the others are compared where both
-    are finite. Returns groups as lists of member indices, each spanning two libraries,
-    deterministic.
-    """
-    n = len(members)
-
-    def same(a: Any, b: Any, k: int) -> bool:
-        if plain is None or k < plain:
-            return bool(agree(a, b))
-        return a is None or b is None or agree(a, b, finite_only=True)
-
-    agrees = [
-        [
-            i == j
-            or all(
-                same(a, b, k) for k, (a, b) in enumerate(zip(results[i], results[j], strict=True))
-            )
-            for j in range(n)
-        ]
-        for i in range(n)
-    ]
-    remaining = list(range(n))
-    groups = []
-    while remaining:
-        degree = {i: sum(agrees[i][j] for j in remaining) for i in remaining}
-        seed = max(remaining, key=lambda i: (degree[i], -i))
-        clique = [seed]
-        for j in sorted(remaining, key=lambda i: (-degree[i], i)):
-            if j != seed and all(agrees[j][k] for k in clique):
-                clique.append(j)
-        remaining = [i for i in remaining if i not in clique]
-        if len({members[i].library for i in clique}) >= 2:
-            groups.append(sorted(clique))
-    return groups
 
 
 def family_for(shapes: str) -> str:
@@ -771,8 +664,6 @@ def declared_groups(
 ) -> list[Group]:
     """The deep-learning core's declared groups (:mod:`xamt.catalog.dlcore`), validated on the
     pool's libraries."""
-    from xamt.catalog import dlcore
-
     specs = [s for s in dlcore.declared() if ops is None or ops(s.op)]
     if not specs:
         return []

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
-from xamt.catalog.build import agree, canonical_inputs, plan_of, role_values, to_plain
+from xamt.catalog.build import canonical_inputs, plan_of, role_values
 from xamt.catalog.model import Catalog, Group
+from xamt.catalog.results import agree, to_plain
 from xamt.types import Call
 from xamt.workers.pool import WorkerPool
 

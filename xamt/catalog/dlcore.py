@@ -38,7 +38,14 @@ from typing import Any
 
 import numpy as np
 
+from xamt import formulas
+from xamt.catalog.bind import bind
+from xamt.catalog.layouts import ENCODERS, LAYOUTS, VALUE_ENCODERS
+from xamt.catalog.layouts import permutation as permutation  # (also read from here)
 from xamt.catalog.model import DL_ARRAY_ROLES, CatalogError, Group, Member
+from xamt.catalog.normalize import scalar_value
+from xamt.catalog.results import BATCH, agree, form_groups, to_plain
+from xamt.catalog.vocabulary import role_vocabulary, scalar_specs
 
 SPEC_PATH = Path(__file__).resolve().parent / "data" / "dlcore.toml"
 # Families whose outputs sum many products or inputs (a convolution over its window, a
@@ -60,142 +67,6 @@ CANONICAL_X: dict[int, tuple[tuple[int, ...], ...]] = {
 # Canonical kernels: every spatial size distinct too.
 CANONICAL_KERNEL = {1: (3,), 2: (3, 2), 3: (2, 3, 2)}
 OUT_CHANNELS = 6
-
-
-# --- layouts -------------------------------------------------------------------------------
-
-
-def _channels_last(n: int) -> tuple[int, ...]:
-    return (0, *range(2, n), 1)
-
-
-def _channels_first(n: int) -> tuple[int, ...]:
-    return (0, n - 1, *range(1, n - 1))
-
-
-def _spatial_in_out(n: int) -> tuple[int, ...]:
-    return (*range(2, n), 1, 0)
-
-
-def _spatial_out_in(n: int) -> tuple[int, ...]:
-    """(C * M, 1, *kernel) -> (*kernel, C, 1): a depthwise kernel as tensorflow takes it."""
-    return (*range(2, n), 0, 1)
-
-
-def _batch_last2(n: int) -> tuple[int, ...]:
-    """(B, H, T, D) <-> (B, T, H, D): attention's heads-first and sequence-first layouts."""
-    return (0, 2, 1, *range(3, n))
-
-
-# Layout name -> the permutation (from the group's logical layout to the member's) for an array
-# of ``n`` dimensions. Arrays of fewer than 3 dimensions are never transposed.
-LAYOUTS: dict[str, Callable[[int], tuple[int, ...]]] = {
-    "channels_last": _channels_last,  # NCHW -> NHWC (and NCL -> NLC, NCDHW -> NDHWC)
-    "channels_first": _channels_first,  # NHWC -> NCHW: a result computed channels-last
-    "spatial_in_out": _spatial_in_out,  # OIHW -> HWIO (tensorflow's filters)
-    "spatial_out_in": _spatial_out_in,  # OIHW -> HWOI (tensorflow's depthwise filters)
-    "swap_1_2": _batch_last2,
-}
-
-
-def permutation(layout: str, ndim: int) -> tuple[int, ...] | None:
-    """The axis permutation of ``layout`` for an ``ndim``-dimensional array; None where it
-    leaves the array as it is (identity, or too few dimensions)."""
-    if ndim < 3:
-        return None
-    perm = LAYOUTS[layout](ndim)
-    return None if perm == tuple(range(ndim)) else perm
-
-
-# --- encoders ------------------------------------------------------------------------------
-
-
-def _per_dim(value: Any, d: int) -> tuple[Any, ...]:
-    if isinstance(value, (tuple, list)):
-        return tuple(value)
-    return (value,) * d
-
-
-def _pairs(value: Any, d: int) -> tuple[tuple[Any, Any], ...]:
-    """A padding as (before, after) per spatial dimension: an int pads both sides alike."""
-    if isinstance(value, (tuple, list)) and value and isinstance(value[0], (tuple, list)):
-        return tuple((int(a), int(b)) for a, b in value)
-    return tuple((p, p) for p in _per_dim(value, d))
-
-
-def _shape(value: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in np.shape(value.values if hasattr(value, "values") else value))
-
-
-def _dim(value: Any, axis: int) -> int:
-    """One dimension of an array role; 1 where a drawn or minimized array has too few (the
-    call is then invalid for every library, which the comparison sees)."""
-    shape = _shape(value)
-    return shape[axis] if -len(shape) <= axis < len(shape) else 1
-
-
-Encoder = Callable[[Any, int], Any]
-# Encoder name -> f(role value, spatial rank): the value as the member's parameter takes it.
-# (Encoders that also need other roles' values are in VALUE_ENCODERS.)
-ENCODERS: dict[str, Encoder] = {
-    "tuple": lambda v, d: _per_dim(v, d),
-    "list": lambda v, d: list(_per_dim(v, d)),
-    "pairs": lambda v, d: _pairs(v, d),
-    # tensorflow's explicit padding, channels-last: [[0, 0], [b, a]..., [0, 0]]
-    "tf_explicit": lambda v, d: [[0, 0], *[[b, a] for b, a in _pairs(v, d)], [0, 0]],
-    # tensorflow's pooling window and strides: one per dimension of the channels-last input
-    "tf_window": lambda v, d: [1, *_per_dim(v, d), 1],
-    # a window over the whole array (jax.lax.reduce_window): 1 on batch and channels
-    "window": lambda v, d: (1, 1, *_per_dim(v, d)),
-    "full_pairs": lambda v, d: ((0, 0), (0, 0), *_pairs(v, d)),
-    # numpy.pad's pad_width for the whole array: nothing on batch and channels
-    "np_pad": lambda v, d: ((0, 0), (0, 0), *_pairs(v, d)),
-    # torch.nn.functional.pad: (before, after) pairs from the last dimension backwards, flat
-    "torch_pad": lambda v, d: tuple(x for pair in reversed(_pairs(v, d)) for x in pair),
-    # mxnet.nd.pad: (before, after) for every dimension, flat
-    "flat_pad": lambda v, d: (0, 0, 0, 0, *(x for pair in _pairs(v, d) for x in pair)),
-    # values read off an array role's shape (the role's value is the array)
-    "kernel": lambda v, d: _shape(v)[2:],
-    "out_channels": lambda v, d: _dim(v, 0),
-    "out_channels_t": lambda v, d: _dim(v, 1),
-    "last_dim": lambda v, d: _shape(v)[-1:],
-    "trailing_dims": lambda v, d: _shape(v)[1:],
-    "spatial_size": lambda v, d: _shape(v)[2:],
-}
-
-
-def _resized(x: Any, size: Any, d: int) -> tuple[int, ...]:
-    shape = _shape(x)
-    return (*shape[:2], *_per_dim(size, d))
-
-
-# Encoder name -> f(role value, spatial rank, every role value): spellings read off two roles.
-VALUE_ENCODERS: dict[str, Callable[[Any, int, Mapping[str, Any]], Any]] = {
-    # jax.image.resize's output shape: x's batch and channels, then the size
-    "resized_shape": lambda v, d, vs: _resized(vs["x"], v, d),
-    # jax.lax.conv_transpose pads the dilated input: torch's padding p is k - 1 - p there
-    "transpose_pairs": lambda v, d, vs: tuple(
-        (k - 1 - p, k - 1 - p)
-        for k, p in zip(_shape(vs["kernel"])[2:], _per_dim(v, d), strict=False)
-    ),
-    # a transposed convolution without padding, as explicit pairs: (k - 1, k - 1) per side
-    "transpose_full_pairs": lambda v, d, vs: tuple(
-        (k - 1, k - 1) for k in _shape(vs["kernel"])[2:]
-    ),
-    # tensorflow's transposed convolutions take the output shape (channels-last, no padding)
-    "tf_convt_valid_shape": lambda v, d, vs: [
-        _dim(vs["x"], 0),
-        *(
-            (n - 1) * s + k
-            for n, s, k in zip(
-                _shape(vs["x"])[2:], _per_dim(v, d), _shape(vs["kernel"])[2:], strict=False
-            )
-        ),
-        _dim(vs["kernel"], 1),
-    ],
-    # tensorflow.image.resize's size: the spatial sizes only
-    "size_tuple": lambda v, d, vs: _per_dim(v, d),
-}
 
 
 # --- declared groups -----------------------------------------------------------------------
@@ -246,8 +117,6 @@ def declared(path: Path = SPEC_PATH) -> tuple[Declared, ...]:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"{path}: cannot read: {exc}") from None
-    from xamt.catalog.normalize import role_vocabulary  # (normalize imports model)
-
     vocabulary = set(role_vocabulary())
     out: list[Declared] = []
     seen: set[str] = set()
@@ -391,8 +260,6 @@ def canonical_values(group: Declared | Group) -> list[dict[str, Any]]:
     Values are signed float32 in (-1, 1) (running variances in (0.5, 1.5)), so that a layout or
     kernel flipped by mistake changes the result.
     """
-    from xamt.catalog.normalize import scalar_specs, scalar_value  # (normalize imports model)
-
     rank = group.rank if isinstance(group, Declared) else spatial_rank(group.shapes)
     arrangement = group.arrangement if isinstance(group, Declared) else arrangement_of(group.shapes)
     rng = np.random.default_rng(INPUT_SEED + rank)
@@ -458,9 +325,6 @@ def groups_of(
 def _formula_agrees(name: str, inputs: Sequence[Mapping[str, Any]], want: Sequence[Any]) -> bool:
     """Whether the float64 formula ``name`` gives the members' results on the canonical values
     (within float32's tolerance, as members are compared)."""
-    from xamt import formulas
-    from xamt.catalog.build import agree, to_plain
-
     for values, expected in zip(inputs, want, strict=True):
         computed = formulas.evaluate(name, values)
         if computed is None:
@@ -486,9 +350,6 @@ def validate(
     canonical values and keep the sets of members that agree (as the build does for found
     groups: :func:`xamt.catalog.build.form_groups`). A member that fails on a canonical input
     is left out, with its status."""
-    from xamt.catalog.bind import bind
-    from xamt.catalog.build import BATCH, form_groups, to_plain
-
     libs = set(pool.workers)
     calls: dict[str, list[Any]] = {lib: [] for lib in libs}
     slots: list[tuple[Declared, list[Member], list[list[tuple[str, int]]]]] = []

@@ -21,29 +21,19 @@ from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from xamt import formulas
-from xamt.errors import XamtError
+from xamt.catalog.layouts import ENCODERS, LAYOUTS, VALUE_ENCODERS
+
+# The role vocabulary and the catalog's error live in the lowest layer (xamt.catalog.vocabulary),
+# and are read from here too.
+from xamt.catalog.vocabulary import ARRAY_ROLES as ARRAY_ROLES
+from xamt.catalog.vocabulary import DL_ARRAY_ROLES as DL_ARRAY_ROLES
+from xamt.catalog.vocabulary import ROLES as ROLES
+from xamt.catalog.vocabulary import SEQUENCE_ROLE as SEQUENCE_ROLE
+from xamt.catalog.vocabulary import CatalogError, role_vocabulary
 from xamt.libraries import library_names
 
 SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
-# The role vocabulary. Array roles first.
-ARRAY_ROLES = ("x", "x1", "x2", "x3")
-# Array roles of the deep-learning core (convolution kernels and biases, normalization scales,
-# offsets and statistics, loss targets, attention keys and values): shaped from ``x`` by the
-# group's shape kind (xamt.catalog.dlcore).
-DL_ARRAY_ROLES = (
-    "kernel",
-    "bias",
-    "scale",
-    "offset",
-    "running_mean",
-    "running_var",
-    "target",
-    "key",
-    "value",
-)
-SEQUENCE_ROLE = "xs"  # several arrays given as one list argument
-ROLES = (*ARRAY_ROLES, *DL_ARRAY_ROLES, SEQUENCE_ROLE, "axis", "keepdims", "dtype")
 # What shapes a group's arrays must have: any shape, square matrices (linear algebra), plain or
 # batched, or vectors. The build validates and the fuzzer draws each kind from its own menu.
 # The deep-learning core adds kinds of one spatial rank (1, 2 or 3) each: an input
@@ -159,12 +149,6 @@ Family = Literal[
     "attention",
 ]
 FAMILIES: tuple[str, ...] = get_args(Family)
-
-
-class CatalogError(XamtError):
-    """A catalog file that cannot be used as it is."""
-
-    exit_code = 8
 
 
 class UnknownGroup(CatalogError):
@@ -329,8 +313,6 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise CatalogError(f"{path}: expected a catalog with schema {SCHEMA}")
     _check_schema(path, text, data)
-    from xamt.catalog.normalize import role_vocabulary  # (normalize imports this module)
-
     known = set(library_names())
     vocabulary = role_vocabulary()
     groups = []
@@ -380,11 +362,9 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
 
 
 def _check_dl(where: str, m: Member) -> None:
-    """A member's layouts and encoders must be ones xamt knows (xamt.catalog.dlcore)."""
+    """A member's layouts and encoders must be ones xamt knows (xamt.catalog.layouts)."""
     if not (m.layout or m.encode):
         return
-    from xamt.catalog.dlcore import ENCODERS, LAYOUTS, VALUE_ENCODERS
-
     for name in m.layout.values():
         if name not in LAYOUTS:
             raise CatalogError(

@@ -16,29 +16,21 @@ table first (``[ops.<op>]`` in ``data/roles.toml``).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from xamt.catalog.model import ROLES, CatalogError, Group
+from xamt.catalog.model import Group
+from xamt.catalog.vocabulary import DATA, CatalogError, scalar_specs
+from xamt.catalog.vocabulary import read_table as _table
+from xamt.catalog.vocabulary import role_vocabulary as role_vocabulary  # (kept importable here)
 from xamt.workers.protocol import DType
 
-DATA = Path(__file__).resolve().parent / "data"
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 VERSION_SUFFIX = re.compile(r"(?:_(?:v\d+|ext|op|impl))+$")
 PREFIXES = ("reduce_", "linalg_", "batch_")
-
-
-def _table(name: str) -> dict[str, Any]:
-    path = DATA / name
-    try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read: {exc}") from None
 
 
 @cache
@@ -102,15 +94,6 @@ def size_roles() -> frozenset[str]:
     return frozenset(role for role, spec in scalars.items() if spec.get("size") is True)
 
 
-@cache
-def scalar_specs() -> dict[str, Any]:
-    """Scalar role -> the spec of its canonical value (see ``data/roles.toml``)."""
-    table = _table("roles.toml")
-    specs = {role: spec["value"] for role, spec in table.get("scalars", {}).items()}
-    specs.update({role: spec["value"] for role, spec in table.get("dl", {}).items()})
-    return specs
-
-
 def scalar_value(role: str, with_arrays: bool) -> Any:
     """The canonical value of a scalar role: a number, a tuple, an integer numpy array
     (``{ array = [...], dtype = ... }``) or a dtype given by name (``{ dtype = "float64" }``)."""
@@ -130,11 +113,6 @@ def canonical_param(group: Group, role: str, with_arrays: bool = True) -> Any:
     if role in group.params:
         return group.params[role]
     return scalar_value(role, with_arrays)
-
-
-def role_vocabulary() -> tuple[str, ...]:
-    """Every role name: array roles, ``axis``/``keepdims``/``dtype``, then scalar roles."""
-    return (*ROLES, *sorted(scalar_specs()))
 
 
 @cache
