@@ -794,3 +794,23 @@ def test_a_kernel_beyond_the_input_is_a_trigger_and_neutralizing_cuts_it() -> No
     case = dataclasses.replace(case, group=pool.id, values={"x": x, "kernel_size": 5, "stride": 1})
     assert "kernel-beyond-input" in input_classes(case, pool)
     assert neutralized(case, pool, "kernel-beyond-input").values["kernel_size"] == 1
+
+
+def test_numpy_s_integer_answer_is_the_reference_for_integers_beyond_2_to_the_53() -> None:
+    """around of int64 is the identity: mindspore and mxnet rounding INT64_MAX through double
+    (INT64_MIN) are blamed, not numpy outvoted 2-1; below 2**53 the float64 reference judges,
+    and a floating numpy answer is no exact reference."""
+    group = model.load().group("around")
+    big = np.array([2**63 - 1, 5], np.int64)
+    libs = ("numpy", "mindspore", "mxnet")
+    wrapped = np.array([-(2**63), 5], np.int64)
+    outcomes = {"numpy": ok("numpy", big), "mindspore": ok("mindspore", wrapped)}
+    outcomes["mxnet"] = ok("mxnet", wrapped)
+    judged = judge_case(case_of(group, big, libs), group, outcomes, None)
+    assert judged.reference is outcomes["numpy"]
+    assert {s.blame.library for s in judged.signed} == {"mindspore", "mxnet"}
+    small = np.array([7, 5], np.int64)
+    plain = {lib: ok(lib, small) for lib in libs}
+    assert judge_case(case_of(group, small, libs), group, plain, None).reference is None
+    floating = dict(outcomes, numpy=ok("numpy", big.astype(np.float64)))
+    assert judge_case(case_of(group, big, libs), group, floating, None).reference is None
