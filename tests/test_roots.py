@@ -122,6 +122,7 @@ def test_a_callable_whose_source_calls_another_joins_its_finding(tmp_path: Path)
     flip = suspected("mindspore.numpy.flip")
     flipud = suspected("mindspore.numpy.flipud")
     other_trigger = suspected("mindspore.numpy.fliplr", trigger="inf")
+    other_kind = suspected("mindspore.numpy.flip_dtype", "dtype")  # its own cast, maybe
     unrelated = suspected("mindspore.numpy.rot90")
     code = {
         "mindspore": {
@@ -133,16 +134,21 @@ def test_a_callable_whose_source_calls_another_joins_its_finding(tmp_path: Path)
                 name="mindspore.numpy.array_ops.fliplr", calls=("mindspore.numpy.array_ops.flip",)
             ),
             "mindspore.numpy.rot90": Doc(name="mindspore.numpy.array_ops.rot90", calls=("x.y",)),
+            "mindspore.numpy.flip_dtype": Doc(
+                name="mindspore.numpy.array_ops.flip_dtype",
+                calls=("mindspore.numpy.array_ops.flip",),
+            ),
         }
     }
     with Store(tmp_path / "s.sqlite") as store:
         campaign = store.start_campaign(name="c", config={})
-        for f in (flip, flipud, other_trigger, unrelated):
+        for f in (flip, flipud, other_trigger, unrelated, other_kind):
             store.upsert_finding(f, campaign=campaign)
-        signatures = [f.signature for f in (flipud, other_trigger, unrelated, flip)]
+        signatures = [f.signature for f in (flipud, other_trigger, unrelated, other_kind, flip)]
         assert _join_delegations(store, signatures, code) == 1
         left = {r.signature: r.finding for r in store.findings()}
-        assert set(left) == {flip.signature, other_trigger.signature, unrelated.signature}
+        stay = (flip, other_trigger, unrelated, other_kind)
+        assert set(left) == {f.signature for f in stay}
         assert left[flip.signature].also == (
             f"{flipud.key}: its source calls mindspore.numpy.array_ops.flip",
         )

@@ -462,8 +462,9 @@ def _join_delegations(
 ) -> int:
     """Join each suspected bug to one of a callable its blamed callable hands its work to,
     as the library's own source says (its :class:`Doc` calls that callable's
-    implementation): the same library, root family (:func:`root_family`) and trigger, another
-    callable. mindspore.numpy.flipud returns ``flip(m, 0)``: a wrong result of both is flip's.
+    implementation): the same library, kind family and trigger, another callable (a wrong
+    dtype of the caller and wrong values of the callee stay apart: the caller's own code may
+    cast). mindspore.numpy.flipud returns ``flip(m, 0)``: a wrong result of both is flip's.
     Returns how many were joined."""
     rows = [store.finding(s).finding for s in signatures]
     rows = [f for f in rows if f.suspected]
@@ -477,9 +478,9 @@ def _join_delegations(
         for callee in rows:
             if callee.signature in gone or callee.signature == caller.signature:
                 continue
-            same = (callee.library, root_family(callee), callee.trigger) == (
+            same = (callee.library, callee.family, callee.trigger) == (
                 caller.library,
-                root_family(caller),
+                caller.family,
                 caller.trigger,
             )
             if same and callee.callable != caller.callable and calls & doc(callee).implementation():
