@@ -57,6 +57,15 @@ def test_condition_ill_conditioned_matrix() -> None:
     assert holds(view({"x": np.array([[1, 1], [1, 1]], np.complex64)}, dtype="complex64"), "")
 
 
+def test_condition_complex_infinity_with_nan() -> None:
+    holds = CONDITIONS["complex-infinity-with-nan"]
+    c64 = np.complex64
+    assert holds(view({"x": np.array([complex(np.inf, np.nan), 1], c64)}), "")
+    assert holds(view({"x": np.array([complex(np.nan, -np.inf)], c64)}), "")
+    assert not holds(view({"x": np.array([complex(np.inf, 0.0), complex(np.nan, 1)], c64)}), "")
+    assert not holds(view({"x": np.array([np.inf, np.nan], F32)}), "")
+
+
 def test_condition_int_overflow_input() -> None:
     holds = CONDITIONS["int-overflow-input"]
     assert holds(view({}, tags=frozenset({"int-overflow"})), "")

@@ -179,7 +179,20 @@ def _ill_conditioned_matrix(view: View, bound: str) -> bool:
     return False
 
 
+def _complex_infinity_with_nan(view: View, bound: str) -> bool:
+    """A complex array input holds an element with one part infinite and the other NaN (its
+    modulus is +inf by C99's cabs, NaN as a sum of squared parts)."""
+    return any(
+        a.dtype.kind == "c"
+        and bool(
+            np.any((np.isinf(a.real) & np.isnan(a.imag)) | (np.isnan(a.real) & np.isinf(a.imag)))
+        )
+        for a in view.arrays
+    )
+
+
 CONDITIONS: dict[str, Condition] = {
+    "complex-infinity-with-nan": _complex_infinity_with_nan,
     "ill-conditioned-matrix": _ill_conditioned_matrix,
     "nan-parameter": _nan_parameter,
     "not-componentwise": _not_componentwise,
