@@ -160,6 +160,19 @@ def test_bad_config_file_is_a_clear_error(tmp_path: Path) -> None:
     assert code == 2 and "config.toml" in text
 
 
+def test_catalog_show_names_the_traits_and_the_code_members_share() -> None:
+    """What the judge reads about a group, with its links: the operation's traits and the
+    shared-code records of its members (paddle's argmin runs one kernel with argmax)."""
+    code, text = invoke("catalog", "show", "argmin")
+    assert code == 0, text
+    assert "trait nan-position-of-arg-extremum: opens value when nan-input" in text
+    assert "shared code arg-min-max-kernel: paddle.argmin runs phi::ArgMinMaxKernel" in text
+    code, text = invoke("catalog", "show", "argmin", "--json")
+    shown = json.loads(text)
+    assert [c["name"] for c in shown["shared_code"]] == ["arg-min-max-kernel"]
+    assert all(t["link"].startswith("https://") for t in shown["traits"])
+
+
 def test_version() -> None:
     code, text = invoke("--version")
     assert code == 0 and text.startswith("xamt ")

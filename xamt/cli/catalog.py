@@ -15,6 +15,7 @@ from xamt.catalog import model as catalog_model
 from xamt.catalog.model import Catalog, Family
 from xamt.catalog.ops import traits_of
 from xamt.catalog.run import build_from_envs, check_installed
+from xamt.catalog.shared import shared_code
 from xamt.cli.common import (
     CatalogOpt,
     JsonOpt,
@@ -183,7 +184,13 @@ def catalog_show(
     g = load_catalog(catalog).group(group)
     traits = traits_of(g)
     if as_json:
-        say(json.dumps({**asdict(g), "traits": [asdict(t) for t in traits]}, indent=2))
+        shared = [shared_code(m.library, m.api) for m in g.members]
+        found = list({c.name: asdict(c) for c in shared if c is not None}.values())
+        say(
+            json.dumps(
+                {**asdict(g), "traits": [asdict(t) for t in traits], "shared_code": found}, indent=2
+            )
+        )
         return
     say(f"{g.id}: {g.family}, roles {', '.join(g.roles)}, validated on {g.dtype}")
     table = Table("library", "api", "positional", "keywords", "optional roles")
@@ -221,6 +228,11 @@ def catalog_show(
             else f"compares {t.compare}"
         )
         say(f"trait {t.name}: {effect}: {t.reason} ({t.link})")
+    for m in g.members:
+        code = shared_code(m.library, m.api)
+        if code is not None:
+            others = ", ".join(a for a in code.apis if a != m.api)
+            say(f"shared code {code.name}: {m.api} runs {code.code} with {others} ({code.link})")
 
 
 @app.command("check")
