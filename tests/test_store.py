@@ -473,6 +473,18 @@ def test_rekey_joins_an_existing_finding(tmp_path: Path) -> None:
             store.rekey_finding("gone", finding_record("x"))
 
 
+def test_drop_removes_one_finding_and_its_campaign_links(tmp_path: Path) -> None:
+    with Store(tmp_path / "x.sqlite") as store:
+        a = store.start_campaign(name="a", config={})
+        store.upsert_finding(finding_record("slow", kind="hang"), campaign=a)
+        store.upsert_finding(finding_record("kept"), campaign=a)
+        store.drop_finding("slow")
+        assert [r.signature for r in store.findings(a)] == ["kept"]
+        assert raw_rows(store.path, "SELECT count(*) FROM finding_campaigns") == [(1,)]
+        with pytest.raises(StoreError, match="no finding slow"):
+            store.drop_finding("slow")
+
+
 def test_import_finding_keeps_counts_and_dates(tmp_path: Path) -> None:
     with Store(tmp_path / "x.sqlite") as store:
         a = store.start_campaign(name="a", config={})

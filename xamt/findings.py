@@ -84,7 +84,9 @@ class Minimization:
 
     calls: int
     seconds: float
-    stop: str  # "fixpoint", "max-calls", "max-time" or "skipped"
+    # "fixpoint", "max-calls", "max-time", "skipped", or "lost": the minimized case no longer
+    # showed the finding, which keeps its original case
+    stop: str
     accepted: int
     elements_before: int
     elements_after: int

@@ -796,6 +796,14 @@ class Store:
                 (signature, campaign),
             )
 
+    def drop_finding(self, signature: str) -> None:
+        """Remove finding ``signature`` and its campaign links, in one transaction: a suspected
+        hang that a patient re-run saw finish was never one (nothing else is removed)."""
+        with self._transaction(f"drop finding {signature}") as conn:
+            conn.execute("DELETE FROM finding_campaigns WHERE signature = ?", (signature,))
+            if conn.execute("DELETE FROM findings WHERE signature = ?", (signature,)).rowcount != 1:
+                raise StoreError(f"{self.path}: no finding {signature}")
+
     def rekey_finding(self, old: str, finding: Finding) -> None:
         """Move finding ``old`` to the signature of ``finding``, with ``finding`` as its payload
         (after triage found its trigger), in one transaction: its occurrences, campaigns and

@@ -242,3 +242,59 @@ def test_documentation_is_attached_and_a_documented_dtype_list_is_a_support_gap(
     assert moved.known_difference is not None
     assert moved.known_difference.policy == "documented-dtypes"
     assert "int8 is outside" in moved.decided_by and "float32" in moved.decided_by
+
+
+def test_a_suspected_hang_that_finishes_when_given_time_is_dropped(
+    pythons: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call past the campaign's deadline is given PATIENT_SECONDS once: one that answers
+    then was slow, not hung (its finding is dropped); one still running is kept."""
+    from xamt.catalog.model import Group, Member
+    from xamt.findings import Finding, Minimization
+    from xamt.replay import Replay
+    from xamt.triage import pipeline
+    from xamt.types import Case
+    from xamt.workers.pool import WorkerPool
+
+    monkeypatch.setattr(pipeline, "PATIENT_SECONDS", 6.0)
+    sleep = "xamt_testing.sleep"
+    members = tuple(Member(library=lib, api=sleep, args=("x",)) for lib in ("numpy", "torch"))
+    group = Group(
+        id="sleep", op="sleep", family="other", roles=("x",), dtype="float64", members=members
+    )
+
+    def shrunk(seconds: float) -> pipeline._Shrunk:
+        case = Case(
+            group="sleep",
+            dtype="-",
+            value_class="ordinary",
+            values={"x": seconds},
+            apis={"numpy": sleep, "torch": sleep},
+        )
+        finding = Finding(
+            signature="0" * 16,
+            key="hang/torch/torch.sleep/-/ordinary",
+            kind="hang",
+            classification="suspected-bug",
+            severity="critical",
+            confidence="reference",
+            library="torch",
+            callable="torch.sleep",
+            group="sleep",
+            apis=dict(case.apis),
+            trigger="ordinary",
+            input_classes=(),
+            dtype="-",
+        )
+        done = Minimization(
+            calls=0, seconds=0, stop="skipped", accepted=0, elements_before=1, elements_after=1
+        )
+        return pipeline._Shrunk(finding=finding, original=case, current=case, minimization=done)
+
+    with WorkerPool({k: pythons[k] for k in ("numpy", "torch")}, deadline=2, testing=True) as pool:
+        pool.start()
+        replay = Replay(pool, {"sleep": group})
+        assert replay.run([shrunk(3.0).current])[0].outcomes["torch"].status == "hang"
+        finished = pipeline._finished_hangs(pool, replay, [shrunk(3.0), shrunk(60.0)], print)
+        assert finished == {0}
+        assert pool.deadline == 2 and not pool.adaptive

@@ -53,6 +53,14 @@ from xamt.workers.protocol import DTYPE_NAMES
 # Calls a minimization may spend, by kind: crashes restart a worker each time, hangs wait for
 # the deadline: those are not worth shrinking far.
 CALL_CAPS = {"hang": 0, "crash": 12, "resource": 12}
+# A suspected hang is confirmed by one patient run, as a maintainer would check it: a call that
+# finishes within PATIENT_SECONDS is slow, not hung (a 360-million-element bfloat16 transposed
+# convolution takes 10 s), and the finding is dropped. At most PATIENT_CASES hangs per triage.
+PATIENT_SECONDS = 30.0
+PATIENT_CASES = 16
+# What counts as an answer: a result, an error, or the memory cap (a legitimately huge output:
+# tensorflow's sequence_mask of length 2**31 - 1 asks for 11.5 GB); a crash is kept as seen.
+ANSWERED = frozenset({"ok", "error", "resource", "unsupported"})
 PASS_CHUNK = 64  # findings per batched dtype or trigger pass (a time budget stops between)
 
 
@@ -351,6 +359,25 @@ def triage(
             predicate,
         )
         trigger_at.update(zip(chunk, needed, strict=True))
+    # a minimized case whose last run no longer shows its root (minimization kept a step the
+    # departure did not survive, or it came and went) is not what was reproduced: the finding
+    # keeps its original case, which was, and is judged on its run
+    lost = [i for i, r in rerun_of.items() if root_of(shrunk[i].finding) not in r.roots()]
+    lost = [i for i in lost if shrunk[i].current is not shrunk[i].original]
+    if lost and not late():
+        progress(f"re-running {len(lost)} original cases whose minimized case lost the finding")
+        for i, again in zip(lost, replay.run([shrunk[i].original for i in lost]), strict=True):
+            kept = dataclasses.replace(
+                shrunk[i].minimization,
+                stop="lost",
+                elements_after=shrunk[i].minimization.elements_before,
+            )
+            shrunk[i] = dataclasses.replace(
+                shrunk[i], current=shrunk[i].original, minimization=kept
+            )
+            rerun_of[i] = again
+            trigger_at.pop(i, None)  # (found on the case that lost it)
+    finished = set() if late() else _finished_hangs(pool, replay, shrunk, progress)
     documented = 0
     attach: list[Finding] = []  # suspected bugs to read the blamed callable's documentation of
     before, after = [], []
@@ -376,6 +403,9 @@ def triage(
         if f.kind != "hang":
             root_trigger.setdefault(root_of(f), trigger_of(f.input_classes))
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
+        if i in finished:
+            store.drop_finding(row.signature)
+            continue
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
         trigger = trigger_at.get(i) or trigger_of(f.input_classes)
@@ -437,6 +467,31 @@ def triage(
         elements_before=tuple(before),
         elements_after=tuple(after),
     )
+
+
+def _finished_hangs(
+    pool: WorkerPool, replay: Replay, shrunk: Sequence[_Shrunk], progress: Callable[[str], None]
+) -> set[int]:
+    """The suspected hangs (indices into ``shrunk``) whose blamed library answers
+    (:data:`ANSWERED`) when given :data:`PATIENT_SECONDS` (one batch, the first
+    :data:`PATIENT_CASES`)."""
+    hangs = [i for i, s in enumerate(shrunk) if s.finding.kind == "hang" and s.finding.suspected]
+    hangs = hangs[:PATIENT_CASES]
+    if not hangs:
+        return set()
+    progress(f"hangs: giving {len(hangs)} suspected hangs {PATIENT_SECONDS:.0f} s each")
+    deadline, adaptive = pool.deadline, pool.adaptive
+    pool.deadline, pool.adaptive = max(deadline, PATIENT_SECONDS), False
+    try:
+        again = replay.run([shrunk[i].current for i in hangs])
+    finally:
+        pool.deadline, pool.adaptive = deadline, adaptive
+    return {
+        i
+        for i, r in zip(hangs, again, strict=True)
+        if r.outcomes.get(shrunk[i].finding.library) is not None
+        and r.outcomes[shrunk[i].finding.library].status in ANSWERED
+    }
 
 
 # Families a documented dtype list does not excuse: a process that dies is a bug whatever it
