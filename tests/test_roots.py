@@ -153,3 +153,16 @@ def test_a_callable_whose_source_calls_another_joins_its_finding(tmp_path: Path)
             f"{flipud.key}: its source calls mindspore.numpy.array_ops.flip",
         )
         assert left[flip.signature].occurrences == 2
+
+
+def test_a_private_implementation_of_the_same_name_is_the_callable_s() -> None:
+    """mindspore.numpy.nanvar hands its work to _nanvar, which nanstd calls too: a caller of
+    _nanvar delegates to nanvar; an unrelated callee of nanvar is not nanvar's."""
+    nanvar = Doc(
+        name="mindspore.numpy.math_ops.nanvar",
+        calls=("mindspore.numpy.math_ops._reduce", "mindspore.numpy.math_ops._nanvar"),
+    )
+    assert nanvar.implementation() == {
+        "mindspore.numpy.math_ops.nanvar",
+        "mindspore.numpy.math_ops._nanvar",
+    }

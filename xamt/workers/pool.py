@@ -923,10 +923,10 @@ class Doc:
     calls: tuple[str, ...] = ()
 
     def implementation(self) -> frozenset[str]:
-        """Its own name and the same-named functions it hands its work to: what a caller
-        that delegates to it calls."""
-        tail = self.name.rsplit(".", 1)[-1]
-        same = (c for c in self.calls if c.rsplit(".", 1)[-1] == tail)
+        """Its own name and the same-named functions it hands its work to (``_nanvar`` is
+        ``nanvar``'s): what a caller that delegates to it calls."""
+        tail = self.name.rsplit(".", 1)[-1].lstrip("_")
+        same = (c for c in self.calls if c.rsplit(".", 1)[-1].lstrip("_") == tail)
         return frozenset({self.name, *same} - {""})
 
 

@@ -75,9 +75,10 @@ def _qualified(obj: Any) -> str:
 
 
 def _called(fn: Any) -> list[Any]:
-    """The objects the Python source of ``fn`` calls by a global name or a dotted path from
-    one (``flip(m, 0)``, ``ops.cast(x)``), resolved in its module's globals; [] where there
-    is no source (a builtin, a C extension)."""
+    """The objects the Python source of ``fn`` calls, or hands to a call, by a global name or
+    a dotted path from one (``flip(m, 0)``, ``ops.cast(x)``, ``_reduce(a, _nanvar)``),
+    resolved in its module's globals; [] where there is no source (a builtin, a C
+    extension)."""
     fn = inspect.unwrap(fn)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -89,20 +90,32 @@ def _called(fn: Any) -> list[Any]:
         names = vars(module) if module is not None else {}
     found = []
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        chain, head = [], node.func
-        while isinstance(head, ast.Attribute):
-            chain.append(head.attr)
-            head = head.value
-        if not isinstance(head, ast.Name) or head.id not in names:
-            continue
-        obj = names[head.id]
-        for part in reversed(chain):
-            obj = inspect.getattr_static(obj, part, None)
-        if obj is not None:
-            found.append(obj)
+        if isinstance(node, ast.Call):
+            handed = [*node.args, *(k.value for k in node.keywords)]
+            for expr in (node.func, *handed):
+                obj = _global(expr, names)
+                if obj is not None:
+                    found.append(obj)
     return found
+
+
+def _global(expr: ast.expr, names: dict[str, Any]) -> Any:
+    """The object a global name or a dotted path from one names (None for anything else)."""
+    chain, head = [], expr
+    while isinstance(head, ast.Attribute):
+        chain.append(head.attr)
+        head = head.value
+    if not isinstance(head, ast.Name) or head.id not in names:
+        return None
+    obj = names[head.id]
+    for part in reversed(chain):
+        obj = inspect.getattr_static(obj, part, None)
+    return obj
+
+
+def _tail(name: str) -> str:
+    """A qualified name's last part without leading underscores (``_nanvar`` is nanvar's)."""
+    return name.rsplit(".", 1)[-1].lstrip("_")
 
 
 def _code_of(fn: Any) -> tuple[str, list[str]]:
@@ -116,13 +129,13 @@ def _code_of(fn: Any) -> tuple[str, list[str]]:
         todo, seen = [(fn, 0)], {name}
         while todo:
             current, depth = todo.pop()
-            tail = _qualified(current).rsplit(".", 1)[-1]
+            tail = _tail(_qualified(current))
             for obj in _called(current):
                 called = _qualified(obj)
                 if not called.startswith(f"{root}.") or called == name:
                     continue
                 calls[called] = None
-                if depth < SAME_NAME_DEPTH and called.rsplit(".", 1)[-1] == tail:
+                if depth < SAME_NAME_DEPTH and _tail(called) == tail:
                     if called not in seen:
                         seen.add(called)
                         todo.append((obj, depth + 1))
