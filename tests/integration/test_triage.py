@@ -220,7 +220,7 @@ def test_documentation_is_attached_and_a_documented_dtype_list_is_a_support_gap(
     float32 keeps its class and carries the sentences that speak of it."""
     from test_findings import finding
 
-    from xamt.triage.pipeline import _attach_documentation
+    from xamt.triage.pipeline import _attach_documentation, _read_code
     from xamt.workers.pool import WorkerPool
 
     inside = finding(signature="1" * 16, dtype="float32")
@@ -233,7 +233,8 @@ def test_documentation_is_attached_and_a_documented_dtype_list_is_a_support_gap(
         campaign = store.start_campaign(name="docs", config={})
         for f in (inside, outside):
             store.upsert_finding(f, campaign=campaign)
-        assert _attach_documentation(store, pool, [inside, outside]) == 1
+        found = [inside, outside]
+        assert _attach_documentation(store, found, _read_code(pool, found)) == 1
         kept = store.finding(inside.signature).finding
         moved = store.finding(outside.signature).finding
     assert kept.classification == "suspected-bug" and kept.documentation
@@ -295,6 +296,8 @@ def test_a_suspected_hang_that_finishes_when_given_time_is_dropped(
         pool.start()
         replay = Replay(pool, {"sleep": group})
         assert replay.run([shrunk(3.0).current])[0].outcomes["torch"].status == "hang"
-        finished = pipeline._finished_hangs(pool, replay, [shrunk(3.0), shrunk(60.0)], print)
+        finished = pipeline._finished_hangs(pool, replay, [shrunk(3.0), shrunk(60.0)], print, None)
         assert finished == {0}
         assert pool.deadline == 2 and not pool.adaptive
+        # with too little time left for one patient run per library, none is tried
+        assert pipeline._finished_hangs(pool, replay, [shrunk(3.0)], print, 10.0) == set()

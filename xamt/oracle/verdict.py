@@ -782,8 +782,8 @@ def _zero_at(
     ``where`` is a mask over the sample of summaries of that shape."""
 
     def zero(v: Any) -> Any:
-        if isinstance(v, Summary):  # (bfloat16 ones stay: their samples are not exact)
-            return summaries.zeroed(v, where) if v.shape == shape and v.dtype != "bfloat16" else v
+        if isinstance(v, Summary):
+            return summaries.zeroed(v, where) if v.shape == shape else v
         if isinstance(v, BFloat16) and v.shape == where.shape and shape is None:
             exact = v.values.copy()
             exact[where] = 0

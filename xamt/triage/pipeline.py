@@ -377,7 +377,8 @@ def triage(
             )
             rerun_of[i] = again
             trigger_at.pop(i, None)  # (found on the case that lost it)
-    finished = set() if late() else _finished_hangs(pool, replay, shrunk, progress)
+    left = None if until is None else until - time.monotonic()
+    finished = _finished_hangs(pool, replay, shrunk, progress, left)
     documented = 0
     attach: list[Finding] = []  # suspected bugs to read the blamed callable's documentation of
     before, after = [], []
@@ -470,13 +471,26 @@ def triage(
 
 
 def _finished_hangs(
-    pool: WorkerPool, replay: Replay, shrunk: Sequence[_Shrunk], progress: Callable[[str], None]
+    pool: WorkerPool,
+    replay: Replay,
+    shrunk: Sequence[_Shrunk],
+    progress: Callable[[str], None],
+    seconds: float | None,
 ) -> set[int]:
     """The suspected hangs (indices into ``shrunk``) whose blamed library answers
-    (:data:`ANSWERED`) when given :data:`PATIENT_SECONDS` (one batch, the first
-    :data:`PATIENT_CASES`)."""
-    hangs = [i for i, s in enumerate(shrunk) if s.finding.kind == "hang" and s.finding.suspected]
-    hangs = hangs[:PATIENT_CASES]
+    (:data:`ANSWERED`) when given :data:`PATIENT_SECONDS`, in one batch: at most
+    :data:`PATIENT_CASES`, and no more per library (its calls run one after another) than
+    ``seconds``, the time left (None: no limit), allows with one to spare."""
+    per_library = PATIENT_CASES if seconds is None else int(seconds // PATIENT_SECONDS) - 1
+    taken: dict[str, int] = {}
+    hangs: list[int] = []
+    for i, s in enumerate(shrunk):
+        f = s.finding
+        if f.kind != "hang" or not f.suspected or len(hangs) >= PATIENT_CASES:
+            continue
+        if taken.get(f.library, 0) < per_library:
+            taken[f.library] = taken.get(f.library, 0) + 1
+            hangs.append(i)
     if not hangs:
         return set()
     progress(f"hangs: giving {len(hangs)} suspected hangs {PATIENT_SECONDS:.0f} s each")
