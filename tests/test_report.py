@@ -631,6 +631,9 @@ def test_an_issue_lists_the_other_callables_its_root_cause_shows_through() -> No
     body = render.issue_body(f.replace(also=(why,)), doc)
     listed = body.index("The same root cause shows through")
     assert f"- `{why}`" in body[listed:] and listed < body.index("| library |")
+    many = render.issue_body(f.replace(also=tuple(f"{why} {n}" for n in range(15))), doc)
+    assert f"- `{why} 11`" in many and f"{why} 12" not in many
+    assert "- and 3 more (findings.json lists them all)" in many
 
 
 def test_the_flagship_issue_opens_with_its_one_line_reproduction() -> None:

@@ -166,3 +166,22 @@ def test_a_private_implementation_of_the_same_name_is_the_callable_s() -> None:
         "mindspore.numpy.math_ops.nanvar",
         "mindspore.numpy.math_ops._nanvar",
     }
+
+
+def test_why_a_status_joined_names_the_attribute_or_the_check() -> None:
+    """The line a finding lists another by says what they share: the attribute the library's
+    own code calls on a type that lacks it, or the internal check that fails in both."""
+    lacks = "AttributeError: 'EagerTensor' object has no attribute 'astype'"
+    tan = suspected("tensorflow.experimental.numpy.tan", "status", "ordinary", error=lacks)
+    sinh = suspected("tensorflow.experimental.numpy.sinh", "status", "ordinary", error=lacks)
+    assert same_root(tan) == same_root(sinh)
+    assert (
+        why_joined(tan, sinh)
+        == f"{sinh.key}: the same call of EagerTensor.astype, which the type lacks"
+    )
+    check = "MXNetError: Check failed: lhs.Size() == rhs.Size() (0 vs. 1) : Shape size mismatch"
+    mean = suspected("mxnet.np.mean", "status", "empty", error=check)
+    prod = suspected("mxnet.np.prod", "status", "empty", error=check)
+    assert same_root(mean) == same_root(prod)
+    assert "the same internal check (" in why_joined(mean, prod)
+    assert "Shape size mismatch" in why_joined(mean, prod)

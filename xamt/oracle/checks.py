@@ -172,7 +172,7 @@ def _ill_conditioned_matrix(view: View, bound: str) -> bool:
             return True  # (no convergence: nothing about this matrix is well-conditioned)
         largest, smallest = s.max(axis=-1), s.min(axis=-1)
         cutoff = max(a.shape[-2:]) * eps * largest
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             condition = np.where(smallest > 0, largest / smallest, np.inf)
         if np.any((smallest <= cutoff) | (condition * eps >= rtol)):
             return True

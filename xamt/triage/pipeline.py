@@ -166,7 +166,10 @@ def why_joined(first: Finding, other: Finding, family: str = "") -> str:
         return f"{other.key}: runs the same code ({shared.code}; {shared.link})"
     if other.family in PROCESS_FAMILIES:
         return f"{other.key}: the same {other.error or other.kind} in the {family} family"
-    return f"{other.key}: the same internal failure"
+    missing = MISSING_ATTRIBUTE.search(other.error or "")
+    if missing:
+        return f"{other.key}: the same call of {missing[1]}.{missing[2]}, which the type lacks"
+    return f"{other.key}: the same internal check ({normalize_message(other.error or '')})"
 
 
 def joined(first: Finding, other: Finding, why: str) -> Finding:
