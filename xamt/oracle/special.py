@@ -696,7 +696,7 @@ def open_positions(fixed: Fixed) -> np.ndarray:
 _EPS_BY_NAME = {"bfloat16": 2.0**-7}
 
 
-def _eps(dtype: np.dtype | str) -> float:
+def epsilon(dtype: np.dtype | str) -> float:
     """Machine epsilon of a float dtype (of its parts if complex); 0 for bool and integers."""
     name = dtype if isinstance(dtype, str) else dtype.name
     if name in _EPS_BY_NAME:
@@ -752,7 +752,7 @@ def departs(
     numeric = got.dtype.kind in "biufc" or got.dtype.name in _EPS_BY_NAME
     if got.shape != fixed.mask.shape or not numeric or (got.dtype.kind == "c") != complex_result:
         return None
-    eps = _eps(output_dtype or got.dtype)
+    eps = epsilon(output_dtype or got.dtype)
     parts = (got.real, got.imag) if complex_result else (got,)
     bad = np.zeros(fixed.mask.shape, dtype=bool)
     with np.errstate(all="ignore"):

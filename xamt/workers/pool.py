@@ -916,7 +916,8 @@ class _BatchState:
 class Doc:
     """What a worker says of a callable: its docstring, its qualified name
     (``module.qualname``) and the functions and classes of its own library that its Python
-    source calls (following calls to its implementation of the same name one layer down)."""
+    source calls or hands to a call (following its implementations of the same name down to
+    the worker's ``SAME_NAME_DEPTH``)."""
 
     text: str = ""
     name: str = ""
@@ -925,8 +926,8 @@ class Doc:
     def implementation(self) -> frozenset[str]:
         """Its own name and the same-named functions it hands its work to (``_nanvar`` is
         ``nanvar``'s): what a caller that delegates to it calls."""
-        tail = self.name.rsplit(".", 1)[-1].lstrip("_")
-        same = (c for c in self.calls if c.rsplit(".", 1)[-1].lstrip("_") == tail)
+        tail = protocol.name_tail(self.name)
+        same = (c for c in self.calls if protocol.name_tail(c) == tail)
         return frozenset({self.name, *same} - {""})
 
 

@@ -533,3 +533,9 @@ def frame(
     body["$buf"] = [b.nbytes if isinstance(b, memoryview) else len(b) for b in enc.buffers]
     raw = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
     return [PREFIX.pack(MAGIC, len(raw), enc.size), raw, *enc.buffers]
+
+
+def name_tail(qualified: str) -> str:
+    """A qualified name's last part without leading underscores: ``m._nanvar`` and
+    ``m.nanvar`` are both ``nanvar`` (an implementation and the callable it is named for)."""
+    return qualified.rsplit(".", 1)[-1].lstrip("_")

@@ -113,11 +113,6 @@ def _global(expr: ast.expr, names: dict[str, Any]) -> Any:
     return obj
 
 
-def _tail(name: str) -> str:
-    """A qualified name's last part without leading underscores (``_nanvar`` is nanvar's)."""
-    return name.rsplit(".", 1)[-1].lstrip("_")
-
-
 def _code_of(fn: Any) -> tuple[str, list[str]]:
     """The qualified name of ``fn`` and of the functions and classes of its own library that
     its source calls, following calls to a function of the same name (its implementation one
@@ -129,13 +124,13 @@ def _code_of(fn: Any) -> tuple[str, list[str]]:
         todo, seen = [(fn, 0)], {name}
         while todo:
             current, depth = todo.pop()
-            tail = _tail(_qualified(current))
+            tail = protocol.name_tail(_qualified(current))
             for obj in _called(current):
                 called = _qualified(obj)
                 if not called.startswith(f"{root}.") or called == name:
                     continue
                 calls[called] = None
-                if depth < SAME_NAME_DEPTH and _tail(called) == tail:
+                if depth < SAME_NAME_DEPTH and protocol.name_tail(called) == tail:
                     if called not in seen:
                         seen.add(called)
                         todo.append((obj, depth + 1))
@@ -329,7 +324,8 @@ class Server:
         try:
             if not isinstance(api, str):
                 raise ProtocolError("doc.api must be a string")
-            text = inspect.getdoc(self.resolve(api)) or ""
+            fn = self.resolve(api)
+            text = inspect.getdoc(fn) or ""
         except UnknownApi as exc:
             return {"status": "unknown-api", "reason": str(exc)}
         except ProtocolError as exc:
@@ -337,7 +333,7 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - a library's import or __doc__ may raise
             return {"status": "error", "error": _error_info(exc)}
         raw = text.encode("utf-8", errors="replace")[: protocol.DOC_LIMIT]
-        name, calls = _code_of(self.resolve(api))
+        name, calls = _code_of(fn)
         return {
             "status": "ok",
             "doc": raw.decode("utf-8", errors="ignore"),
