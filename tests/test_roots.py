@@ -65,6 +65,21 @@ def test_callables_a_shared_code_record_names_are_one_root_by_trigger() -> None:
     assert listed.also == (why,)
 
 
+def test_a_process_dying_in_shared_code_is_one_root_whatever_input_reached_it() -> None:
+    """mxnet.np's var and std divide by N - ddof in the integer dtype (one template): the
+    SIGFPE of an empty axis and that of ddof = N are one finding, listing the other with the
+    record's link; another signal from the same code, or the same signal elsewhere in the
+    reductions, stays apart."""
+    var = suspected("mxnet.np.var", "crash", "empty", error="SIGFPE")
+    std = suspected("mxnet.np.std", "crash", "param-boundary", error="SIGFPE")
+    assert same_root(var, "reduction") == same_root(std, "reduction")
+    assert same_root(var.replace(error="SIGSEGV"), "reduction") != same_root(std, "reduction")
+    average = suspected("mxnet.np.average", "crash", "empty", error="SIGFPE")
+    assert same_root(average, "reduction") != same_root(var, "reduction")
+    why = why_joined(var, std, "reduction")
+    assert why.startswith(std.key) and "np_broadcast_reduce_op.h" in why
+
+
 def test_shared_code_records_name_catalog_members_with_a_link() -> None:
     """Every API path a record names is a member of the shipped catalog in that library, and
     every record says why, with an https link to the library's source."""

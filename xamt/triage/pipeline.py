@@ -123,7 +123,9 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
 
     - A missing attribute (:data:`MISSING_ATTRIBUTE`): the library and that attribute; an
       internal check failing with one message (:data:`SHARED_CHECK`): the library and it.
-    - A dead or hung process: the library, the group ``family`` of its operation (where
+    - A dead or hung process in code a reviewed record names (:mod:`xamt.catalog.shared`):
+      that code and the signal or error, whatever input reached it.
+    - Any other dead or hung process: the library, the group ``family`` of its operation (where
       given), the signal or error and the trigger (NaN and infinity as one,
       :data:`NON_FINITE_ROOTS`): paddle's fftn, ifftn, rfftn and hfftn dying on a 0-d array
       miss one check in their shared helper; mxnet's sum and mean dying on an empty axis, one
@@ -144,11 +146,15 @@ def same_root(f: Finding, family: str = "") -> tuple[str, str, str, str]:
         # one internal check failing with one message, whichever function reached it
         # (mxnet's "Shape size mismatch" from sum, mean and prod of an empty axis)
         return (f.library, message, f.family, "*")
+    shared = shared_code(f.library, f.apis.get(f.library, ""))
+    if f.family in PROCESS_FAMILIES and shared is not None:
+        # one signal from one piece of code, whichever input reached it (mxnet's var and std
+        # divide by N - ddof in the integer dtype: an empty axis and ddof = N alike)
+        return (f.library, f"code:{shared.name}", f.family, f.error or "")
     if f.family in PROCESS_FAMILIES:
         trigger = NON_FINITE_ROOTS.get(f.trigger, f.trigger)
         where = f"family:{family}" if family else f.callable
         return (f.library, where, f.family, f"{trigger}/{f.error}")
-    shared = shared_code(f.library, f.apis.get(f.library, ""))
     if shared is not None:
         trigger = "*" if f.family in ROOT_FAMILIES else f.trigger
         return (f.library, f"code:{shared.name}", root_family(f), trigger)
@@ -162,7 +168,7 @@ def why_joined(first: Finding, other: Finding, family: str = "") -> str:
     if other.callable == first.callable and root_family(other) == root_family(first):
         return "" if other.family == first.family else f"{other.key}: the same callable"
     shared = shared_code(other.library, other.apis.get(other.library, ""))
-    if shared is not None and other.family not in PROCESS_FAMILIES:
+    if shared is not None and shared == shared_code(first.library, first.apis.get(first.library, "")):
         return f"{other.key}: runs the same code ({shared.code}; {shared.link})"
     if other.family in PROCESS_FAMILIES:
         return f"{other.key}: the same {other.error or other.kind} in the {family} family"
