@@ -141,3 +141,16 @@ def test_a_missing_attribute_inside_a_library_is_one_root_whatever_reached_it() 
     mean = total.replace(callable="mxnet.mean", error=check.replace("(0 vs. 2)", "(0 vs. 1)"))
     assert same_root(total) == same_root(mean)
     assert same_root(total) != same_root(mean.replace(error=check.replace("Shape", "Other")))
+
+
+def test_a_hang_is_told_by_its_parameter_at_a_boundary_where_the_case_holds_one() -> None:
+    """A hang's trigger is not tried (each try waits a deadline): mindspore.numpy.around with
+    decimals = 2**31 - 1 hangs on int64 extremes as on ordinary values, so the parameter, not
+    the first value class, tells it; without such a parameter the first class does."""
+    from xamt.replay import hang_trigger, trigger_of
+
+    tags = ("dtype-max", "dtype-min", "param-boundary")
+    assert trigger_of(tags) == "dtype-limit"
+    assert hang_trigger(tags) == "param-boundary"
+    assert hang_trigger(("nan", "inf")) == "nan"
+    assert hang_trigger(()) == "ordinary"

@@ -86,6 +86,14 @@ def trigger_of(tags: Sequence[str]) -> str:
     return next(iter(triggers_in(tags)), ORDINARY)
 
 
+def hang_trigger(tags: Sequence[str]) -> str:
+    """The trigger of a call that ran out of time, which is not tried by necessity (each try
+    would wait a deadline): a parameter at its boundary where the case holds one (a size, a
+    count or a number of decimals sets the work a call does: mindspore.numpy.around computes
+    ``10 ** 2147483647`` whatever the elements), else :func:`trigger_of`."""
+    return "param-boundary" if "param-boundary" in tags else trigger_of(tags)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Signed:
     """One blame of one case, signed."""

@@ -36,6 +36,7 @@ from xamt.replay import (
     Replay,
     Replayed,
     finding_of,
+    hang_trigger,
     judge_case,
     neutralized,
     trigger_of,
@@ -168,7 +169,9 @@ def why_joined(first: Finding, other: Finding, family: str = "") -> str:
     if other.callable == first.callable and root_family(other) == root_family(first):
         return "" if other.family == first.family else f"{other.key}: the same callable"
     shared = shared_code(other.library, other.apis.get(other.library, ""))
-    if shared is not None and shared == shared_code(first.library, first.apis.get(first.library, "")):
+    if shared is not None and shared == shared_code(
+        first.library, first.apis.get(first.library, "")
+    ):
         return f"{other.key}: runs the same code ({shared.code}; {shared.link})"
     if other.family in PROCESS_FAMILIES:
         return f"{other.key}: the same {other.error or other.kind} in the {family} family"
@@ -418,7 +421,9 @@ def triage(
             continue
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
-        trigger = trigger_at.get(i) or trigger_of(f.input_classes)
+        trigger = trigger_at.get(i) or (
+            hang_trigger(f.input_classes) if f.kind == "hang" else trigger_of(f.input_classes)
+        )
         if i not in trigger_at and f.kind != "hang":
             trigger = root_trigger[root_of(f)]
         final = _final(f, s.current, group, root_of(f), trigger, rerun, known).replace(
