@@ -7,6 +7,7 @@ import json
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -234,7 +235,14 @@ def test_documentation_is_attached_and_a_documented_dtype_list_is_a_support_gap(
         for f in (inside, outside):
             store.upsert_finding(f, campaign=campaign)
         found = [inside, outside]
+        # past the budget the reading still runs on a worker that is up, and skips one that
+        # is not (no start-up waited for)
+        assert _read_code(pool, found, running_only=True)["paddle"]["paddle.sinc"].text
         assert _attach_documentation(store, found, _read_code(pool, found)) == 1
+        pool.workers["paddle"].kill()
+        started = time.monotonic()
+        assert _read_code(pool, found, running_only=True) == {}
+        assert time.monotonic() - started < 1
         kept = store.finding(inside.signature).finding
         moved = store.finding(outside.signature).finding
     assert kept.classification == "suspected-bug" and kept.documentation
