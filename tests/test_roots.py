@@ -170,6 +170,39 @@ def test_a_callable_whose_source_calls_another_joins_its_finding(tmp_path: Path)
         assert left[flip.signature].occurrences == 2
 
 
+def test_two_api_paths_naming_one_function_join_as_one_callable(tmp_path: Path) -> None:
+    """mindspore.numpy.round is mindspore.numpy.around: their wrong integer results join
+    whatever input class showed each; a function a factory made under many names
+    (``<locals>``) joins nothing, nor does a hang beside a wrong value."""
+    around = suspected("mindspore.numpy.around", "value", "dtype-limit")
+    round_ = suspected("mindspore.numpy.round", "value", "ordinary")
+    hang = suspected("mindspore.numpy.round", "hang", "param-boundary")
+    pool1 = suspected("torch.nn.functional.max_pool1d", "value", "nan")
+    pool2 = suspected("torch.nn.functional.adaptive_max_pool1d", "value", "nan")
+    factory = "torch.nn.functional.boolean_dispatch.<locals>.fn"
+    code = {
+        "mindspore": {
+            "mindspore.numpy.around": Doc(name="mindspore.numpy.math_ops.around"),
+            "mindspore.numpy.round": Doc(name="mindspore.numpy.math_ops.around"),
+        },
+        "torch": {
+            "torch.nn.functional.max_pool1d": Doc(name=factory),
+            "torch.nn.functional.adaptive_max_pool1d": Doc(name=factory),
+        },
+    }
+    with Store(tmp_path / "s.sqlite") as store:
+        campaign = store.start_campaign(name="c", config={})
+        for f in (around, round_, hang, pool1, pool2):
+            store.upsert_finding(f, campaign=campaign)
+        signatures = [f.signature for f in (round_, hang, pool1, pool2, around)]
+        assert _join_delegations(store, signatures, code) == 1
+        left = {r.signature: r.finding for r in store.findings()}
+    assert set(left) == {f.signature for f in (around, hang, pool1, pool2)}
+    assert left[around.signature].also == (
+        f"{round_.key}: the same function (mindspore.numpy.math_ops.around) under another name",
+    )
+
+
 def test_a_private_implementation_of_the_same_name_is_the_callable_s() -> None:
     """mindspore.numpy.nanvar hands its work to _nanvar, which nanstd calls too: a caller of
     _nanvar delegates to nanvar; an unrelated callee of nanvar is not nanvar's."""

@@ -554,6 +554,8 @@ def _join_delegations(
     implementation): the same library, kind family and trigger, another callable (a wrong
     dtype of the caller and wrong values of the callee stay apart: the caller's own code may
     cast). mindspore.numpy.flipud returns ``flip(m, 0)``: a wrong result of both is flip's.
+    Two API paths naming one function (``mindspore.numpy.round = around``) are one callable:
+    they join as its findings in two dtypes or input classes would (:func:`same_root`).
     Returns how many were joined."""
     rows = [store.finding(s).finding for s in signatures]
     rows = [f for f in rows if f.suspected]
@@ -561,24 +563,39 @@ def _join_delegations(
     def doc(f: Finding) -> Doc:
         return code.get(f.library, {}).get(f.apis.get(f.library, ""), Doc())
 
+    def why(caller: Finding, callee: Finding) -> str:
+        """Why ``caller`` is ``callee``'s root cause, "" where it is not."""
+        if callee.library != caller.library or callee.callable == caller.callable:
+            return ""
+        name = doc(caller).name
+        # a closure a factory made ("<locals>") names many functions, not one
+        one = bool(name) and "<locals>" not in name
+        if one and name == doc(callee).name and _alias_root(caller, callee):
+            return f"{caller.key}: the same function ({name}) under another name"
+        same = (callee.family, callee.trigger) == (caller.family, caller.trigger)
+        if same and set(doc(caller).calls) & doc(callee).implementation():
+            return f"{caller.key}: its source calls {doc(callee).name}"
+        return ""
+
     gone: set[str] = set()
     for caller in rows:
-        calls = set(doc(caller).calls)
         for callee in rows:
             if callee.signature in gone or callee.signature == caller.signature:
                 continue
-            same = (callee.library, callee.family, callee.trigger) == (
-                caller.library,
-                caller.family,
-                caller.trigger,
-            )
-            if same and callee.callable != caller.callable and calls & doc(callee).implementation():
+            because = why(caller, callee)
+            if because:
                 primary = store.finding(callee.signature).finding
-                why = f"{caller.key}: its source calls {doc(callee).name}"
-                store.rekey_finding(caller.signature, joined(primary, caller, why))
+                store.rekey_finding(caller.signature, joined(primary, caller, because))
                 gone.add(caller.signature)
                 break
     return len(gone)
+
+
+def _alias_root(caller: Finding, callee: Finding) -> bool:
+    """Whether ``caller`` would be ``callee``'s root cause were its API path callee's."""
+    return same_root(caller.replace(callable=callee.callable, apis=callee.apis)) == same_root(
+        callee
+    )
 
 
 def _attach_documentation(
