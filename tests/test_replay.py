@@ -814,3 +814,25 @@ def test_numpy_s_integer_answer_is_the_reference_for_integers_beyond_2_to_the_53
     assert judge_case(case_of(group, small, libs), group, plain, None).reference is None
     floating = dict(outcomes, numpy=ok("numpy", big.astype(np.float64)))
     assert judge_case(case_of(group, big, libs), group, floating, None).reference is None
+
+
+def test_eigenvalues_in_another_order_are_the_same_answer() -> None:
+    """numpy and paddle document eigvals as unordered: paddle's [-0.77, 0.08] is numpy's
+    [0.08, -0.77]; a wrong eigenvalue is still blamed."""
+    (group,) = [g for g in model.load().groups if g.id == "eigvals@square"]
+    x = np.array([[0.5, 1.0], [0.3, -1.2]], np.float32)
+    numpy_says = np.array([0.0791548, -0.7656548], np.complex64)
+    libs = ("numpy", "torch", "paddle")
+    c = case_of(group, x, libs)
+    reference = ok("numpy", numpy_says.astype(np.complex128))
+
+    def blamed(paddle_says: np.ndarray) -> set[str]:
+        outs = {
+            "numpy": ok("numpy", numpy_says),
+            "torch": ok("torch", numpy_says),
+            "paddle": ok("paddle", paddle_says),
+        }
+        return {b.library for b in judge_case(c, group, outs, reference).judgement.blames}
+
+    assert blamed(numpy_says[::-1].copy()) == set()
+    assert blamed(np.array([0.0791548, -0.5], np.complex64)) == {"paddle"}

@@ -24,7 +24,7 @@ OPS_PATH = Path(__file__).resolve().parent / "data" / "ops.toml"
 OPENABLE = ("nan", "inf", "signed-zero", "value")
 # The effects a trait may have; exactly one per trait.
 EFFECTS = ("opens", "domain", "positions", "equates", "compare")
-COMPARISONS = ("normwise", "componentwise")
+COMPARISONS = ("normwise", "componentwise", "unordered")
 SCOPES = ("complex-infinities",)
 BOUNDS = ("sum", "product", "matrix-product", "difference")
 TRAIT_FIELDS = frozenset(
