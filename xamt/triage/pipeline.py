@@ -557,7 +557,9 @@ def _join_delegations(
     Two API paths naming one function (``mindspore.numpy.round = around``) are one callable:
     they join as its findings in two dtypes or input classes would (:func:`same_root`).
     Returns how many were joined."""
-    rows = [store.finding(s).finding for s in signatures]
+    # two triaged findings may have become one (the same signature once their trigger was
+    # found): each is joined at most once
+    rows = [store.finding(s).finding for s in dict.fromkeys(signatures)]
     rows = [f for f in rows if f.suspected]
 
     def doc(f: Finding) -> Doc:
