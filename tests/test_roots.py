@@ -14,7 +14,13 @@ from xamt.catalog import model, shared
 from xamt.catalog.model import CatalogError
 from xamt.findings import FAMILY, SEVERITY, Finding, Kind
 from xamt.store import Store
-from xamt.triage.pipeline import _join_delegations, joined, same_root, why_joined
+from xamt.triage.pipeline import (
+    _attach_documentation,
+    _join_delegations,
+    joined,
+    same_root,
+    why_joined,
+)
 from xamt.workers.pool import Doc
 
 
@@ -234,3 +240,20 @@ def test_why_a_status_joined_names_the_attribute_or_the_check() -> None:
     assert same_root(mean) == same_root(prod)
     assert "the same internal check (" in why_joined(mean, prod)
     assert "Shape size mismatch" in why_joined(mean, prod)
+
+
+def test_documentation_is_attached_to_the_stored_finding_not_a_stale_copy(tmp_path: Path) -> None:
+    """A finding listed for documentation before others joined it keeps what joined it: the
+    sentences go onto the store's copy (the seed-89 campaign's findings had lost every
+    "also" line to the stale copies)."""
+    flip = suspected("mindspore.numpy.flip")
+    flipud = suspected("mindspore.numpy.flipud")
+    code = {"mindspore": {"mindspore.numpy.flip": Doc(text="Reverses the order. NaN is kept.")}}
+    with Store(tmp_path / "s.sqlite") as store:
+        campaign = store.start_campaign(name="c", config={})
+        store.upsert_finding(flip, campaign=campaign)
+        store.update_finding(joined(flip, flipud, f"{flipud.key}: its source calls flip"))
+        _attach_documentation(store, [flip, flip], code)
+        kept = store.finding(flip.signature).finding
+    assert kept.also == (f"{flipud.key}: its source calls flip",)
+    assert kept.documentation

@@ -609,7 +609,9 @@ def _attach_documentation(
     documents: a support gap, classified a documented difference citing those dtypes.
     Returns how many were so reclassified."""
     reclassified = 0
-    for f in found:
+    # the store's copy: a finding may have had others joined to it since it was listed
+    for signature in dict.fromkeys(f.signature for f in found):
+        f = store.finding(signature).finding
         api = f.apis.get(f.library, "")
         doc = code.get(f.library, {}).get(api, Doc()).text
         if not doc:
