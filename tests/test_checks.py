@@ -221,3 +221,7 @@ def test_condition_complex_infinite_any() -> None:
     assert holds(view({"x": np.array([complex(1, np.inf)], np.complex64)}), "")
     assert not holds(view({"x": np.array([complex(1, np.nan)], np.complex64)}), "")
     assert not holds(view({"x": np.array([np.inf], F32)}), "")
+    # multi_dot's matrices come as one sequence (no array role)
+    chain = [np.array([[1, 2]], np.complex64), np.array([[complex(-np.inf, 1)]], np.complex64)]
+    assert holds(view({"xs": chain}, arrays=()), "")
+    assert not holds(view({"xs": chain[:1]}, arrays=()), "")

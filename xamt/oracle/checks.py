@@ -144,10 +144,13 @@ def _nan_parameter(view: View, bound: str) -> bool:
 
 
 def _complex_infinite_any(view: View, bound: str) -> bool:
-    """A complex array input holds an infinite part (whatever the operation)."""
+    """A complex array input, or one of a sequence of them (multi_dot's matrices), holds an
+    infinite part (whatever the operation)."""
+    sequences = (v for v in view.values.values() if isinstance(v, (list, tuple)))
+    arrays = [*view.arrays, *(a for s in sequences for a in s if isinstance(a, np.ndarray))]
     return any(
         a.dtype.kind == "c" and (np.isinf(a.real).any() or np.isinf(a.imag).any())
-        for a in view.arrays
+        for a in arrays
     )
 
 
