@@ -149,8 +149,7 @@ def _complex_infinite_any(view: View, bound: str) -> bool:
     sequences = (v for v in view.values.values() if isinstance(v, (list, tuple)))
     arrays = [*view.arrays, *(a for s in sequences for a in s if isinstance(a, np.ndarray))]
     return any(
-        a.dtype.kind == "c" and (np.isinf(a.real).any() or np.isinf(a.imag).any())
-        for a in arrays
+        a.dtype.kind == "c" and (np.isinf(a.real).any() or np.isinf(a.imag).any()) for a in arrays
     )
 
 
