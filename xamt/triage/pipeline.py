@@ -421,10 +421,11 @@ def triage(
             continue
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
-        trigger = trigger_at.get(i) or (
-            hang_trigger(f.input_classes) if f.kind == "hang" else trigger_of(f.input_classes)
-        )
-        if i not in trigger_at and f.kind != "hang":
+        if i in trigger_at:
+            trigger = trigger_at[i]
+        elif f.kind == "hang":
+            trigger = hang_trigger(f.input_classes)
+        else:
             trigger = root_trigger[root_of(f)]
         final = _final(f, s.current, group, root_of(f), trigger, rerun, known).replace(
             original_case=case_to_jsonable(s.original),
@@ -562,21 +563,24 @@ def _join_delegations(
     rows = [store.finding(s).finding for s in dict.fromkeys(signatures)]
     rows = [f for f in rows if f.suspected]
 
-    def doc(f: Finding) -> Doc:
-        return code.get(f.library, {}).get(f.apis.get(f.library, ""), Doc())
+    docs = {
+        f.signature: code.get(f.library, {}).get(f.apis.get(f.library, ""), Doc()) for f in rows
+    }
+    calls = {s: set(d.calls) for s, d in docs.items()}
+    implementations = {s: d.implementation() for s, d in docs.items()}
 
     def why(caller: Finding, callee: Finding) -> str:
         """Why ``caller`` is ``callee``'s root cause, "" where it is not."""
         if callee.library != caller.library or callee.callable == caller.callable:
             return ""
-        name = doc(caller).name
+        name = docs[caller.signature].name
         # a closure a factory made ("<locals>") names many functions, not one
         one = bool(name) and "<locals>" not in name
-        if one and name == doc(callee).name and _alias_root(caller, callee):
+        if one and name == docs[callee.signature].name and _alias_root(caller, callee):
             return f"{caller.key}: the same function ({name}) under another name"
         same = (callee.family, callee.trigger) == (caller.family, caller.trigger)
-        if same and set(doc(caller).calls) & doc(callee).implementation():
-            return f"{caller.key}: its source calls {doc(callee).name}"
+        if same and calls[caller.signature] & implementations[callee.signature]:
+            return f"{caller.key}: its source calls {docs[callee.signature].name}"
         return ""
 
     gone: set[str] = set()
