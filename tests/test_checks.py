@@ -105,6 +105,32 @@ def test_condition_complex_infinite_input() -> None:
     assert not holds(view({"x": np.array([1 + 1j], np.complex64)}, plain_op="exp2"), "")
 
 
+def test_condition_infinite_parameter_array() -> None:
+    """batch_norm with scale [-inf, 1]: a parameter array holds an infinity; an infinity in
+    the data itself, or NaN in a parameter, is not this condition."""
+    holds = CONDITIONS["infinite-parameter-array"]
+    x = np.array([[1.0, 2.0]], F32)
+    assert holds(view({"x": x, "scale": np.array([-np.inf, 1.0], F32)}, arrays=(x,)), "")
+    assert not holds(view({"x": x, "scale": np.array([np.nan, 1.0], F32)}, arrays=(x,)), "")
+    inf_x = np.array([[np.inf, 2.0]], F32)
+    assert not holds(view({"x": inf_x, "scale": np.ones(2, F32), "eps": 1e-3}, arrays=(inf_x,)), "")
+
+
+def test_condition_parameter_beyond_dtype() -> None:
+    """celu(x_float16, alpha=1e30): the Python float parameter is infinite once cast to float16,
+    finite in float32; an array input, a bool or a NaN parameter is no such parameter."""
+    holds = CONDITIONS["parameter-beyond-dtype"]
+    x = np.array([1.0, -2.0], np.float16)
+    assert holds(view({"x": x, "alpha": 1e30}, dtype="float16"), "")
+    assert holds(view({"x": x, "alpha": -(2**31)}, dtype="float16"), "")
+    assert holds(view({"x": x, "alpha": 10**400}, dtype="float32"), "")
+    assert not holds(view({"x": x, "alpha": 1e30}, dtype="float32"), "")
+    assert not holds(view({"x": x, "alpha": 1e30}, dtype="float64"), "")
+    assert not holds(view({"x": x, "alpha": float("nan")}, dtype="float16"), "")
+    assert not holds(view({"x": x, "alpha": float("inf")}, dtype="float16"), "")
+    assert not holds(view({"x": np.full(2, 1e30), "flag": True}, dtype="float16"), "")
+
+
 def test_condition_nan_parameter() -> None:
     holds = CONDITIONS["nan-parameter"]
     assert holds(view({}, nan_parameter=True), "")

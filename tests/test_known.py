@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,18 +24,18 @@ output = "returned float32"
 """
 
 
-def facts(**changes: str) -> Facts:
-    base = {
-        "kind": "dtype",
-        "library": "torch",
-        "api": "torch.acos",
-        "op": "acos",
-        "dtype": "int32",
-        "trigger": "ordinary",
-        "error": "",
-        "output": "dtype: torch returned float32 where numpy returned float64",
-    }
-    return Facts(**{**base, **changes})
+def facts(**changes: Any) -> Facts:
+    base = Facts(
+        kind="dtype",
+        library="torch",
+        api="torch.acos",
+        op="acos",
+        dtype="int32",
+        trigger="ordinary",
+        error="",
+        output="dtype: torch returned float32 where numpy returned float64",
+    )
+    return dataclasses.replace(base, **changes)
 
 
 def test_an_entry_matches_only_what_it_names(tmp_path: Path) -> None:
@@ -52,6 +54,21 @@ def test_an_entry_matches_only_what_it_names(tmp_path: Path) -> None:
     ):
         assert classify(known, facts(**change)) == ("suspected-bug", None), change
     assert classify(known, facts(library="mxnet"), split=True) == ("split", None)
+
+
+def test_an_entry_with_a_condition_matches_only_where_the_case_meets_it(tmp_path: Path) -> None:
+    """`when` names a check of xamt/oracle/checks.py: the entry holds only where the case
+    meets it (the facts say which conditions hold); an unknown name is refused on loading."""
+    path = tmp_path / "known.toml"
+    path.write_text(ENTRY + 'when = "parameter-beyond-dtype"\n')
+    known = load_known(path)
+    assert known[0].when == "parameter-beyond-dtype"
+    met = dataclasses.replace(facts(), holds=lambda name: name == "parameter-beyond-dtype")
+    assert classify(known, met)[0] == "documented-difference"
+    assert classify(known, facts()) == ("suspected-bug", None)
+    path.write_text(ENTRY + 'when = "a-condition-nobody-wrote"\n')
+    with pytest.raises(KnownDifferencesError, match="unknown condition 'a-condition-nobody-wrote'"):
+        load_known(path)
 
 
 def test_shipped_known_differences_load_and_are_not_stale() -> None:

@@ -24,6 +24,7 @@ from xamt import formulas
 from xamt.catalog import model, ops
 from xamt.catalog.model import CatalogError
 from xamt.inputs.tags import input_classes
+from xamt.known import load_known
 from xamt.oracle import checks, verdict
 from xamt.replay import _has_nan_parameter, judge_case, terms_of, view_of
 from xamt.serialize import case_from_jsonable
@@ -67,6 +68,9 @@ def test_every_trait_has_a_reason_a_link_and_checks_that_exist() -> None:
             used[f"equates:{trait.equates}"] += 1
         if trait.function:
             assert trait.function in formulas.EXACT_INTEGER, trait.name
+    for entry in load_known():  # a known difference may hold only under a named condition
+        if entry.when:
+            used[f"when:{entry.when}"] += 1
     every = {
         *(f"when:{n}" for n in checks.CONDITIONS),
         *(f"domain:{n}" for n in checks.DOMAINS),
@@ -94,6 +98,7 @@ def test_every_named_check_holds_on_a_labelled_corpus_case(catalog: model.Catalo
     """A check no labelled case exercises is a rule nobody has seen decide anything."""
     groups = {g.id: g for g in catalog.groups}
     held: Counter[str] = Counter()
+    whens = {k.when for k in load_known() if k.when}  # the conditions of known differences
     for corpus in CORPORA:
         for entry in json.loads((ROOT / "tests" / "data" / corpus).read_text())["entries"]:
             case = case_from_jsonable(entry["case"])
@@ -116,6 +121,9 @@ def test_every_named_check_holds_on_a_labelled_corpus_case(catalog: model.Catalo
                     for a in view.arrays
                 ):
                     held[f"equates:{t.equates}"] += 1
+            for when in whens:
+                if checks.CONDITIONS[when](view, ""):
+                    held[f"when:{when}"] += 1
     for kind, registry in (
         ("domain", checks.DOMAINS),
         ("positions", checks.POSITIONS),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,12 @@ from xamt import schemas
 from xamt.errors import XamtError
 from xamt.findings import KINDS, Classification, KnownRef
 from xamt.libraries import library_names
+from xamt.oracle.checks import CONDITIONS
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "triage" / "known_differences.toml"
 REQUIRED = ("id", "policy", "reason", "link")
 PATTERNS = ("kind", "library", "api", "op", "group", "dtype", "trigger", "error", "output")
-FIELDS = (*REQUIRED, *PATTERNS)
+FIELDS = (*REQUIRED, *PATTERNS, "when")
 # Patterns searched anywhere in their text; the others must match the whole text.
 SEARCHED = ("api", "error", "output")
 
@@ -53,6 +54,8 @@ class Facts:
     error: str = ""
     output: str = ""  # the finding's detail line
     group: str = ""  # the catalog group's id ("max_pool2d[ceil_mode]")
+    # whether a named condition of xamt/oracle/checks.py holds for the case
+    holds: Callable[[str], bool] = lambda name: False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +67,7 @@ class KnownDifference:
     kinds: frozenset[str] | None = None
     libraries: frozenset[str] | None = None
     patterns: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    when: str = ""  # a condition of xamt/oracle/checks.py that must hold for the case
 
     def matches(self, facts: Facts) -> bool:
         if self.kinds is not None and facts.kind not in self.kinds:
@@ -75,7 +79,7 @@ class KnownDifference:
             found = pattern.search(text) if name in SEARCHED else pattern.fullmatch(text)
             if found is None:
                 return False
-        return True
+        return not self.when or facts.holds(self.when)
 
     def ref(self) -> KnownRef:
         return KnownRef(id=self.id, policy=self.policy, reason=self.reason, link=self.link)
@@ -139,6 +143,11 @@ def _entry(raw: dict[str, Any], where: str) -> KnownDifference:
         raise KnownDifferencesError(
             f"{where}: give at least one of {', '.join(p for p in PATTERNS if p != 'library')}"
         )
+    when = raw.get("when", "")
+    if when and when not in CONDITIONS:
+        raise KnownDifferencesError(
+            f"{where}: unknown condition {when!r}; known: {', '.join(sorted(CONDITIONS))}"
+        )
     patterns = []
     for field in ("api", "op", "group", "dtype", "trigger", "error", "output"):
         if field in raw:
@@ -158,6 +167,7 @@ def _entry(raw: dict[str, Any], where: str) -> KnownDifference:
         kinds=_names(raw, "kind", KINDS, where) if "kind" in raw else None,
         libraries=_names(raw, "library", library_names(), where) if "library" in raw else None,
         patterns=tuple(patterns),
+        when=when,
     )
 
 

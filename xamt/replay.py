@@ -734,6 +734,9 @@ def classify_blame(
         trigger=signed.trigger,
         error=normalize_message(blame.error),
         output=blame.detail,
+        holds=lambda name: checks.CONDITIONS[name](
+            view_of(case, group, input_classes(case, group)), ""
+        ),
     )
     classification, entry = classify(known, facts, split=blame.split)
     if classification == "suspected-bug" and blame.question:

@@ -192,8 +192,40 @@ def _complex_infinity_with_nan(view: View, bound: str) -> bool:
     )
 
 
+def _infinite_parameter_array(view: View, bound: str) -> bool:
+    """An array input besides the data (a normalization's scale, offset or running statistic,
+    a convolution's kernel or bias) holds an infinity."""
+    data = {id(a) for a in view.arrays}
+    others = (getattr(v, "values", v) for v in view.values.values() if id(v) not in data)
+    return any(
+        isinstance(a, np.ndarray) and a.dtype.kind in "fc" and bool(np.isinf(a).any())
+        for a in others
+    )
+
+
+# the largest finite value of each floating dtype a scalar parameter may be cast to
+_LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+
+
+def _parameter_beyond_dtype(view: View, bound: str) -> bool:
+    """A finite scalar parameter (a Python number, not an array) whose magnitude exceeds the
+    largest finite value of the case's floating dtype: cast to that dtype it is infinite."""
+    largest = _LARGEST.get(view.dtype)
+    if largest is None:
+        return False
+    numbers = (
+        v
+        for v in view.values.values()
+        if (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and math.isfinite(v))
+    )
+    return any(abs(v) > largest for v in numbers)
+
+
 CONDITIONS: dict[str, Condition] = {
     "complex-infinity-with-nan": _complex_infinity_with_nan,
+    "parameter-beyond-dtype": _parameter_beyond_dtype,
+    "infinite-parameter-array": _infinite_parameter_array,
     "ill-conditioned-matrix": _ill_conditioned_matrix,
     "nan-parameter": _nan_parameter,
     "not-componentwise": _not_componentwise,
