@@ -221,6 +221,29 @@ def test_positions_exact_integer_overflow() -> None:
     assert where(view({"x1": x1, "x2": x2}), "no-such-function") is None
 
 
+def test_positions_tied_sort_keys() -> None:
+    where = POSITIONS["tied-sort-keys"]
+    # sorted keys: -3.4e38 (twice), -0.99, 0.13, 0.69: the first two indices may swap
+    x = np.array([0.13, -3.4e38, 0.69, -0.99, -3.4e38], F32)
+    assert where(view({"x": x}), "").tolist() == [True, True, False, False, False]
+    assert where(view({"x": x, "descending": True}), "").tolist() == [
+        False,
+        False,
+        False,
+        True,
+        True,
+    ]
+    rows = np.array([[1, 1, 0], [2, 0, 1]], I32)
+    assert where(view({"x": rows, "axis": 1}), "").tolist() == [
+        [False, True, True],
+        [False, False, False],
+    ]
+    assert where(view({"x": rows, "axis": 0}), "").tolist() == [[False] * 3, [False] * 3]
+    two_nans = np.array([np.nan, 1.0, np.nan], F32)
+    assert where(view({"x": two_nans}), "").tolist() == [False, True, True]
+    assert where(view({"x": x, "axis": 3}), "") is None  # no such axis: the libraries judge
+
+
 def test_condition_not_componentwise() -> None:
     holds = CONDITIONS["not-componentwise"]
     assert not holds(view({}, plain_op="add"), "")  # componentwise in the standard

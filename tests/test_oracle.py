@@ -132,6 +132,21 @@ def test_complex_values_use_the_modulus() -> None:
     assert kinds(compare(values(numpy=a, torch=a + np.complex64(0.1j)))) == ["value"]
 
 
+def test_a_complex_nan_against_a_real_nan_is_one_nan() -> None:
+    # a documented complex norm (nan+nanj) against real ones (nan): same NaN, only the dtype
+    # differs; a complex NaN against a real number still differs
+    real = np.array(np.nan, np.float32)
+    assert kinds(compare(values(numpy=real, mindspore=np.array(complex(np.nan, np.nan))))) == [
+        "dtype"
+    ]
+    assert "nan" in kinds(
+        compare(values(numpy=np.array(1.0), mindspore=np.array(complex(1.0, np.nan))))
+    )
+    assert "nan" in kinds(
+        compare(values(numpy=np.array(np.inf), mindspore=np.array(complex(np.inf, np.nan))))
+    )
+
+
 def test_opaque_leaves_compare_by_type_and_repr() -> None:
     same = Opaque("builtins.function", "<function f>")
     assert compare(values(numpy=same, torch=Opaque("builtins.function", "<function f>"))) == []

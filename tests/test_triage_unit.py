@@ -97,6 +97,21 @@ def test_dtypes_are_simplified_to_the_validation_dtype_then_the_kind_canonical()
     assert in_canonical_dtypes(case(np.ones(2, np.float32), np.ones(2, np.float32)), GROUP) == []
 
 
+def test_a_dtype_move_that_changes_values_is_not_offered() -> None:
+    from xamt.triage.minimize import in_canonical_dtypes
+
+    big = np.finfo(np.float64).max
+    kept = case(np.array([np.nan, -np.inf, 0.1, -0.0]), np.array([1e10, 2.0, 3.0, 4.0]))
+    assert [m.dtype for m in in_canonical_dtypes(kept, GROUP)] == ["float32"]
+    # overflow to inf, flush of a subnormal to zero, an integer that wraps or loses digits
+    for x1 in (
+        np.array([big, 1.0]),
+        np.array([5e-324, 1.0]),
+        np.array([2**40 + 1, 1], np.int64),
+    ):
+        assert in_canonical_dtypes(case(x1, np.ones(2, x1.dtype)), GROUP) == [], x1
+
+
 def test_the_root_of_a_suspected_bug_ignores_dtype_error_type_and_input_class() -> None:
     from test_findings import finding
 

@@ -355,8 +355,33 @@ def _exact_integer_overflow(view: View, function: str) -> np.ndarray | None:
     return np.asarray((values > info.max) | (values < info.min), bool).reshape(a.shape)
 
 
+def _tied_sort_keys(view: View, function: str) -> np.ndarray | None:
+    """Where an index result of sorting the data array (along ``axis``, the last by default;
+    flattened for ``axis=None``) points at a key equal to a neighbouring key: which of the
+    equal keys' indices comes first is the sort's (NaNs tie with NaNs)."""
+    if not view.arrays or view.arrays[0].ndim == 0:
+        return None
+    x = view.arrays[0]
+    axis = view.values.get("axis", -1)
+    if axis is None:
+        x, axis = x.ravel(), -1
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -x.ndim <= axis < x.ndim:
+        return None
+    keys = np.moveaxis(np.sort(x, axis=axis), axis, -1)
+    same = keys[..., 1:] == keys[..., :-1]
+    if x.dtype.kind in "fc":
+        same |= np.isnan(keys[..., 1:]) & np.isnan(keys[..., :-1])
+    tied = np.zeros(keys.shape, bool)
+    tied[..., 1:] |= same
+    tied[..., :-1] |= same
+    if view.values.get("descending"):
+        tied = tied[..., ::-1]
+    return np.moveaxis(tied, -1, axis)
+
+
 POSITIONS: dict[str, Callable[[View, str], np.ndarray | None]] = {
     "exact-integer-overflow": _exact_integer_overflow,
+    "tied-sort-keys": _tied_sort_keys,
 }
 
 

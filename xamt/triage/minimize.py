@@ -166,8 +166,8 @@ def _dtype(case: Case, group: Group) -> Iterator[Case]:
 
 def in_canonical_dtypes(case: Case, group: Group) -> list[Case]:
     """The case in simpler dtypes, in order: the group's validation dtype, then the canonical
-    dtype of its kind (:data:`CANONICAL_DTYPE`). Values are cast; a cast that loses what the
-    finding needs simply fails to keep it."""
+    dtype of its kind (:data:`CANONICAL_DTYPE`). Values are cast; a cast that changes a value
+    beyond rounding (overflow, flush to zero, wrap, a dropped imaginary part) is not offered."""
     out = []
     for target in dict.fromkeys((group.dtype, CANONICAL_DTYPE.get(case.dtype, case.dtype))):
         moved = in_dtype(case, group, target)
@@ -187,6 +187,8 @@ def in_dtype(case: Case, group: Group, target: str) -> Case | None:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         cast = {key: arr.astype(target) for key, arr in arrays.items()}
+    if not all(_keeps_values(arrays[key], moved) for key, moved in cast.items()):
+        return None
     for (role, i), arr in cast.items():
         if isinstance(values[role], list):
             items = list(values[role])
@@ -195,6 +197,27 @@ def in_dtype(case: Case, group: Group, target: str) -> Case | None:
         else:
             values[role] = arr
     return replace(case, dtype=target, values=values)
+
+
+def _keeps_values(before: np.ndarray, after: np.ndarray) -> bool:
+    """Whether a cast kept every value what it was: NaN, the same infinity, zero, and finite
+    values up to the target's rounding. A cast that overflows (float64's largest to inf),
+    flushes (a subnormal to 0), wraps an integer or drops an imaginary part would move the
+    case to other values, where another defect may show the same signature."""
+    with np.errstate(all="ignore"):
+        a = before.astype(np.complex128).ravel()
+        b = after.astype(np.complex128).ravel()
+        exact = after.dtype.kind in "biu" or before.dtype.kind in "biu"
+        eps = 0.0 if exact else float(np.finfo(after.dtype).eps)
+        for x, y in ((a.real, b.real), (a.imag, b.imag)):
+            same_nan = np.array_equal(np.isnan(x), np.isnan(y))
+            finite = np.isfinite(x) & np.isfinite(y)
+            same_special = np.array_equal(x[~finite & ~np.isnan(x)], y[~finite & ~np.isnan(x)])
+            same_zero = np.array_equal(x == 0, y == 0)
+            close = bool(np.all(np.abs(x[finite] - y[finite]) <= eps * np.abs(x[finite])))
+            if not (same_nan and same_special and same_zero and close):
+                return False
+    return True
 
 
 def _defaults(case: Case, group: Group) -> Iterator[Case]:
