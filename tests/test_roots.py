@@ -15,6 +15,7 @@ from xamt.catalog.model import CatalogError
 from xamt.findings import FAMILY, SEVERITY, Finding, Kind
 from xamt.store import Store
 from xamt.triage.pipeline import (
+    Moves,
     _attach_documentation,
     _join_delegations,
     joined,
@@ -257,3 +258,28 @@ def test_documentation_is_attached_to_the_stored_finding_not_a_stale_copy(tmp_pa
         kept = store.finding(flip.signature).finding
     assert kept.also == (f"{flipud.key}: its source calls flip",)
     assert kept.documentation
+
+
+def test_a_finding_rekeyed_onto_one_not_yet_triaged_is_found_where_that_one_goes(
+    tmp_path: Path,
+) -> None:
+    # triage gives finding a the signature of finding b (its trigger found), then b its own
+    # final signature c: a's root must be looked up at c, and a dropped finding nowhere
+    a = suspected("mindspore.numpy.var", trigger="ordinary")
+    b = suspected("mindspore.numpy.var", trigger="param-boundary")
+    c = suspected("mindspore.numpy.var", trigger="zero")
+    hang = suspected("paddle.gcd", kind="hang")
+    with Store(tmp_path / "s.sqlite") as store:
+        campaign = store.start_campaign(name="c", config={})
+        for f in (a, b, hang):
+            store.upsert_finding(f, campaign=campaign)
+        moves = Moves(store)
+        moves.rekey(a.signature, b)
+        moves.rekey(b.signature, c)
+        assert moves.now(a.signature) == moves.now(b.signature) == c.signature
+        assert store.finding(moves.now(a.signature)).finding.trigger == "zero"
+        moves.rekey(c.signature, c)  # (the same signature: an update, not a move)
+        assert moves.now(c.signature) == c.signature
+        moves.drop(hang.signature)
+        assert moves.now(hang.signature) == ""
+        assert {r.signature for r in store.findings()} == {c.signature}

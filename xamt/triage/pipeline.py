@@ -415,9 +415,10 @@ def triage(
         f = shrunk[i].finding
         if f.kind != "hang":
             root_trigger.setdefault(root_of(f), trigger_of(f.input_classes))
+    where = Moves(store)
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
         if i in finished:
-            store.drop_finding(row.signature)
+            where.drop(row.signature)
             continue
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
@@ -436,20 +437,21 @@ def triage(
         before.append(s.minimization.elements_before)
         after.append(s.minimization.elements_after)
         if final.suspected:
-            first = known_roots.setdefault(root(final), final.signature)
+            first = where.now(known_roots.get(root(final), "")) or final.signature
+            known_roots[root(final)] = first
             if first != final.signature:
                 # the same suspected root cause in another dtype or input class (or, for a
                 # dead process, another operation of the family): one finding, counted there
                 primary = store.finding(first).finding
                 why = why_joined(primary, final, group.family)
-                store.rekey_finding(row.signature, joined(primary, final, why))
+                where.rekey(row.signature, joined(primary, final, why))
                 continue
         documented += final.classification == "documented-difference"
         if late() and not final.suspected:
             # past the budget: documented differences and splits keep their case and
             # outputs in findings.json but get no scripts; suspected bugs, which are filed
             # with theirs, always get them
-            store.rekey_finding(row.signature, final)
+            where.rekey(row.signature, final)
             continue
         members = {
             lib: member
@@ -470,9 +472,13 @@ def triage(
         final = final.replace(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
-        store.rekey_finding(row.signature, final)
+        where.rekey(row.signature, final)
         if final.suspected:
             attach.append(final)
+    # the suspected bugs as the store now holds them (a later rekey may have moved one)
+    attach = [
+        store.finding(where.now(f.signature)).finding for f in attach if where.now(f.signature)
+    ]
     if attach:
         # reading documentation and source is cheap (about 0.1 s for 130 callables on running
         # workers): past the budget it still runs, on the workers that are up
@@ -485,6 +491,33 @@ def triage(
         elements_before=tuple(before),
         elements_after=tuple(after),
     )
+
+
+class Moves:
+    """The store's findings as triage rekeys and drops them, and where each one went: a
+    finding's final signature may be another, not yet triaged finding's (the same key once
+    its trigger is found), and rekeying that one later moves both."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.went: dict[str, str] = {}  # old signature -> new ("" where dropped)
+
+    def rekey(self, old: str, finding: Finding) -> None:
+        self.store.rekey_finding(old, finding)
+        if old != finding.signature:
+            self.went[old] = finding.signature
+
+    def drop(self, signature: str) -> None:
+        self.store.drop_finding(signature)
+        self.went[signature] = ""
+
+    def now(self, signature: str) -> str:
+        """Where the finding once at ``signature`` is now ("" where it was dropped)."""
+        seen = set()
+        while signature in self.went and signature not in seen:
+            seen.add(signature)
+            signature = self.went[signature]
+        return signature
 
 
 def _finished_hangs(
