@@ -724,6 +724,7 @@ def classify_blame(
 ) -> tuple[Classification, KnownRef | None]:
     """Classify one signed blame against the known differences (a split stays a split)."""
     blame = signed.blame
+    view = functools.cache(lambda: view_of(case, group, input_classes(case, group)))
     facts = Facts(
         kind=blame.kind,
         library=blame.library,
@@ -734,9 +735,7 @@ def classify_blame(
         trigger=signed.trigger,
         error=normalize_message(blame.error),
         output=blame.detail,
-        holds=lambda name: checks.CONDITIONS[name](
-            view_of(case, group, input_classes(case, group)), ""
-        ),
+        holds=lambda name: checks.CONDITIONS[name](view(), ""),
     )
     classification, entry = classify(known, facts, split=blame.split)
     if classification == "suspected-bug" and blame.question:

@@ -204,7 +204,11 @@ def _infinite_parameter_array(view: View, bound: str) -> bool:
 
 
 # the largest finite value of each floating dtype a scalar parameter may be cast to
-_LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+_LARGEST = {
+    "float16": float(np.finfo(np.float16).max),
+    "bfloat16": 3.3895313892515355e38,  # (2 - 2**-7) * 2**127; numpy has no bfloat16
+    "float32": float(np.finfo(np.float32).max),
+}
 
 
 def _parameter_beyond_dtype(view: View, bound: str) -> bool:

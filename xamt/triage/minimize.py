@@ -212,7 +212,8 @@ def _keeps_values(before: np.ndarray, after: np.ndarray) -> bool:
         for x, y in ((a.real, b.real), (a.imag, b.imag)):
             same_nan = np.array_equal(np.isnan(x), np.isnan(y))
             finite = np.isfinite(x) & np.isfinite(y)
-            same_special = np.array_equal(x[~finite & ~np.isnan(x)], y[~finite & ~np.isnan(x)])
+            infinite = ~finite & ~np.isnan(x)  # (where either is infinite)
+            same_special = np.array_equal(x[infinite], y[infinite])
             same_zero = np.array_equal(x == 0, y == 0)
             close = bool(np.all(np.abs(x[finite] - y[finite]) <= eps * np.abs(x[finite])))
             if not (same_nan and same_special and same_zero and close):

@@ -437,8 +437,8 @@ def triage(
         before.append(s.minimization.elements_before)
         after.append(s.minimization.elements_after)
         if final.suspected:
-            first = where.now(known_roots.get(root(final), "")) or final.signature
-            known_roots[root(final)] = first
+            key = root(final)
+            first = known_roots[key] = where.now(known_roots.get(key, "")) or final.signature
             if first != final.signature:
                 # the same suspected root cause in another dtype or input class (or, for a
                 # dead process, another operation of the family): one finding, counted there
