@@ -1,6 +1,7 @@
 """Draw a blind audit's sample from a campaign's findings.json.
 
-Run: ``python bench/audit_sample.py FINDINGS.json SAMPLE_SEED [--count 30]``. Prints the drawn
+Run: ``python bench/audit_sample.py FINDINGS.json SAMPLE_SEED [--count 30] [--kind K]``
+(``--kind gradient``: only gradient suspected bugs). Prints the drawn
 suspected bugs (index, signature, key), the same draw as every audit in ``bench/audits.md``:
 ``random.Random(SAMPLE_SEED).sample(suspected bugs sorted by signature, count)``. Give each
 reviewer ``bench/audit_brief.md`` and a part of the list (one library's findings to one
@@ -21,6 +22,7 @@ def main() -> int:
     parser.add_argument("findings", type=Path)
     parser.add_argument("seed", type=int)
     parser.add_argument("--count", type=int, default=30)
+    parser.add_argument("--kind", default=None, help="only suspected bugs of this kind")
     opts = parser.parse_args()
     try:
         data = json.loads(opts.findings.read_text(encoding="utf-8"))
@@ -28,7 +30,11 @@ def main() -> int:
         print(f"error: {opts.findings}: not a readable findings.json: {exc}", file=sys.stderr)
         return 2
     suspected = sorted(
-        (f for f in data.get("findings", []) if f.get("classification") == "suspected-bug"),
+        (
+            f
+            for f in data.get("findings", [])
+            if f.get("classification") == "suspected-bug" and opts.kind in (None, f.get("kind"))
+        ),
         key=lambda f: f["signature"],
     )
     drawn = random.Random(opts.seed).sample(suspected, min(opts.count, len(suspected)))

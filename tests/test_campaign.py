@@ -161,6 +161,7 @@ class Ran:
     ):
         self.group, self.cases, self.ran, self.ticket = group, cases, outcomes, ticket
         self.withdrawn: list[tuple[int, str]] = []
+        self.probes: list[tuple[Outcome, ...]] = [() for _ in cases]  # no gradient cases
 
     def case_of(self, library: str, slot: int) -> int:
         return slot  # one call per case and library

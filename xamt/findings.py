@@ -33,14 +33,25 @@ if TYPE_CHECKING:
 SCHEMA = 2
 
 Kind = Literal[
-    "crash", "hang", "resource", "status", "shape", "dtype", "nan", "inf", "signed-zero", "value"
+    "crash",
+    "hang",
+    "resource",
+    "status",
+    "shape",
+    "dtype",
+    "nan",
+    "inf",
+    "signed-zero",
+    "value",
+    "gradient",
 ]
-Family = Literal["crash", "hang", "resource", "status", "shape", "dtype", "value"]
+Family = Literal["crash", "hang", "resource", "status", "shape", "dtype", "value", "gradient"]
 Classification = Literal["suspected-bug", "documented-difference", "unspecified", "split"]
 Severity = Literal["critical", "high", "medium", "low"]
 Confidence = Literal["reference", "majority", "split"]
 
 KINDS: tuple[Kind, ...] = get_args(Kind)
+GRADIENT: Kind = KINDS[-1]  # the gradient oracle's kind (xamt.oracle.gradient)
 CLASSIFICATIONS: tuple[Classification, ...] = get_args(Classification)
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)  # most severe first
 CONFIDENCES: tuple[Confidence, ...] = get_args(Confidence)  # strongest first
@@ -58,6 +69,7 @@ FAMILY: dict[Kind, Family] = {
     "inf": "value",
     "signed-zero": "value",
     "value": "value",
+    "gradient": "gradient",
 }
 # Severity by family: a dead process, then a silent wrong result, then an error where the
 # reference returns, then a different shape or dtype.
@@ -66,6 +78,7 @@ SEVERITY: dict[Family, Severity] = {
     "hang": "critical",
     "resource": "critical",
     "value": "high",
+    "gradient": "high",  # a wrong derivative where the value is right: silent in training
     "status": "medium",
     "shape": "low",
     "dtype": "low",

@@ -30,14 +30,15 @@ import numpy as np
 from xamt import formulas
 from xamt.catalog import dlcore
 from xamt.catalog.bind import bind
+from xamt.catalog.gradients import differentiable
 from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.normalize import canonical_param, size_roles
 from xamt.catalog.ops import traits_of
-from xamt.findings import SEVERITY, Classification, Finding, KnownRef
+from xamt.findings import GRADIENT, SEVERITY, Classification, Finding, KnownRef
 from xamt.inputs.draw import accepts, array_roles
 from xamt.inputs.tags import input_classes
 from xamt.known import Facts, KnownDifference, classify, load_known
-from xamt.oracle import checks
+from xamt.oracle import checks, gradient
 from xamt.oracle.signature import canonical_callable, normalize_message, signature_of
 from xamt.oracle.verdict import Blame, Judgement, Terms, judge
 from xamt.outcomes import outcome_summary
@@ -119,6 +120,9 @@ class Replayed:
     # the judge's own error, where it failed on this case (a defect in xamt): the case is
     # kept unjudged, and the run goes on
     failed: str = ""
+    # a gradient case's reference at the finite-difference probes (xamt.oracle.gradient):
+    # numpy's outcomes on the perturbed float64 inputs, in the order of gradient.probes
+    probes: tuple[Outcome, ...] = ()
 
     def signatures(self) -> set[str]:
         return {s.signature for s in self.signed}
@@ -432,6 +436,7 @@ def judge_case(
     reference: Outcome | None,
     trigger: str | None = None,
     known: Sequence[KnownDifference] | None = None,
+    probes: Sequence[Outcome] = (),
 ) -> Replayed:
     """Judge one case's outcomes and sign the blames (trigger: computed from the tags).
 
@@ -462,6 +467,11 @@ def judge_case(
     judgement = judge(judged, reference, terms)
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
+    if case.grad:
+        # a gradient blame's trigger is its oracle (reference, nonfinite, kink)
+        with np.errstate(all="ignore"):  # NaN and inf results are the data here
+            graded = gradient_blames(case, group, outcomes, reference, probes, terms, judgement)
+        signed += tuple(sign(case, group, b, oracle) for b, oracle in graded)
     if judgement.refusals:
         baseline = default_known() if known is None else known
         refusals = (sign(case, group, b, chosen) for b in judgement.refusals)
@@ -477,7 +487,70 @@ def judge_case(
         judgement=judgement,
         tags=tags,
         signed=signed,
+        probes=tuple(probes),
     )
+
+
+def gradient_blames(
+    case: Case,
+    group: Group,
+    outcomes: Mapping[str, Outcome],
+    reference: Outcome | None,
+    probes: Sequence[Outcome],
+    terms: Terms,
+    judgement: Judgement,
+) -> list[tuple[Blame, str]]:
+    """The gradient oracle's blames on a gradient case, each with its oracle: libraries whose
+    values were blamed, or whose API does not take the input, are not judged."""
+    record = gradient.shipped().of(group)
+    roles = gradient.wrt_roles(case.values, group.roles)
+    if record is None or not roles:
+        return []
+    derivative = None
+    if reference is not None and reference.status == "ok":
+        base = gradient.scalar(reference.value, case.seed)
+        if probes:
+            at = [gradient.scalar(o.value, case.seed) if o.ok else math.nan for o in probes]
+        elif group.reference:
+            up = upcast(case.values)
+            at = []
+            for probe in gradient.probes(case.values, roles):
+                computed = formulas.evaluate(group.reference, gradient.probed(up, probe))
+                at.append(gradient.scalar(computed[0], case.seed) if computed else math.nan)
+        else:
+            at = []
+        if at and math.isfinite(base):
+            derivative = gradient.finite_difference(case.values, roles, base, at)
+    arrays = [gradient.array_of(case.values[r]) for r in roles]
+    kinks = {
+        r: gradient.kink_mask(a, record, [b for b in arrays if b is not a])
+        for r, a in zip(roles, arrays, strict=True)
+    }
+    skip = {lib for b in judgement.blames for lib in b.library.split("+")} | set(terms.exclude)
+    found = gradient.judge_gradients(
+        case.dtype,
+        case.values,
+        roles,
+        outcomes,
+        derivative,
+        kinks,
+        frozenset(skip),
+        symmetric=record.symmetric,
+        seed=case.seed,
+    )
+    return [
+        (
+            Blame(
+                kind=GRADIENT,
+                library=g.library,
+                confidence=g.confidence,  # type: ignore[arg-type]
+                detail=g.detail,
+                question=g.question,
+            ),
+            g.oracle,
+        )
+        for g in found
+    ]
 
 
 @dataclass
@@ -489,11 +562,16 @@ class Submitted:
     ticket: int
     slots: list[list[tuple[str, int]]]
     ref_slots: list[int | None]
+    # per case, the numpy slots of its finite-difference probes (a gradient case)
+    probe_slots: list[range] = dataclasses.field(default_factory=list)
+    probes: list[tuple[Outcome, ...]] = dataclasses.field(default_factory=list)
 
     def outcomes(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+        """Each case's outcomes and reference (its probes land in :attr:`probes`)."""
         results = self.replay.pool.collect(self.ticket)
         outcomes = [{lib: results[lib][i] for lib, i in mine} for mine in self.slots]
         references = [results["numpy"][r] if r is not None else None for r in self.ref_slots]
+        self.probes = [tuple(results["numpy"][i] for i in slots) for slots in self.probe_slots]
         return outcomes, references
 
     def case_of(self, library: str, slot: int) -> int:
@@ -513,8 +591,8 @@ class Submitted:
     def collect(self) -> list[Replayed]:
         outcomes, references = self.outcomes()
         return [
-            judge_case(c, self.replay.groups[c.group], o, r, known=self.replay.known)
-            for c, o, r in zip(self.cases, outcomes, references, strict=True)
+            judge_case(c, self.replay.groups[c.group], o, r, known=self.replay.known, probes=p)
+            for c, o, r, p in zip(self.cases, outcomes, references, self.probes, strict=True)
         ]
 
 
@@ -526,9 +604,14 @@ class Replay:
         pool: WorkerPool,
         groups: Mapping[str, Group] | Sequence[Group],
         known: Sequence[KnownDifference] | None = None,
+        *,
+        all_gradients: bool = False,
     ) -> None:
         self.pool = pool
         self.known = known  # the known differences that name documented refusals
+        # a gradient case asks every member for its gradient (the catalog's gradient check),
+        # not only those the check kept (data/gradient_members.json)
+        self.all_gradients = all_gradients
         self.groups: dict[str, Group] = (
             dict(groups) if isinstance(groups, Mapping) else {g.id: g for g in groups}
         )
@@ -544,28 +627,41 @@ class Replay:
         calls: dict[str, list[Call]] = {}
         slots: list[list[tuple[str, int]]] = []
         ref_slots: list[int | None] = []
+        probe_slots: list[range] = []
         for case in cases:
+            group = self.groups[case.group]
+            roles = gradient.wrt_roles(case.values, group.roles) if case.grad else ()
             mine = []
             for lib, api in case.apis.items():
                 calls.setdefault(lib, [])
                 mine.append((lib, len(calls[lib])))
-                calls[lib].append(
-                    bind(self.members[(case.group, api)], case.values, seed=case.seed)
-                )
+                member = self.members[(case.group, api)]
+                call = bind(member, case.values, seed=case.seed)
+                if roles and (self.all_gradients or api in differentiable(group)):
+                    call = dataclasses.replace(call, grad=gradient.grad_keys(member, roles))
+                calls[lib].append(call)
             slots.append(mine)
             ref = None
+            probe = range(0)
             np_api = case.apis.get("numpy")
-            group = self.groups[case.group]
             if np_api and needs_reference(case, group) and "numpy" in self.pool.workers:
+                member = self.members[(case.group, np_api)]
+                up = upcast(case.values)
                 ref = len(calls["numpy"])
-                calls["numpy"].append(bind(self.members[(case.group, np_api)], upcast(case.values)))
+                calls["numpy"].append(bind(member, up))
+                if roles:
+                    moved = [gradient.probed(up, p) for p in gradient.probes(case.values, roles)]
+                    probe = range(len(calls["numpy"]), len(calls["numpy"]) + len(moved))
+                    calls["numpy"] += [bind(member, values) for values in moved]
             ref_slots.append(ref)
+            probe_slots.append(probe)
         return Submitted(
             replay=self,
             cases=list(cases),
             ticket=self.pool.submit(calls),
             slots=slots,
             ref_slots=ref_slots,
+            probe_slots=probe_slots,
         )
 
     def run(self, cases: Sequence[Case]) -> list[Replayed]:

@@ -109,6 +109,8 @@ def from_jsonable(data: Any) -> Any:
 def case_to_jsonable(case: Case) -> dict[str, Any]:
     data = asdict(case)
     data["values"] = {role: to_jsonable(v) for role, v in case.values.items()}
+    if not case.grad:
+        del data["grad"]  # a values-only case reads as it always has
     return data
 
 
@@ -120,6 +122,7 @@ def case_from_jsonable(data: dict[str, Any]) -> Case:
         values={role: from_jsonable(v) for role, v in data["values"].items()},
         apis=dict(data["apis"]),
         seed=int(data.get("seed", 0)),
+        grad=data.get("grad") is True,
     )
 
 

@@ -38,6 +38,10 @@ class Call:
     # another layout (channels-last, HWIO weights) sees the group's logical tensor in its own
     # layout, and its result comes back in the group's.
     transpose: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # the arguments (position "0" or keyword name) to differentiate: the worker also returns
+    # the vector-Jacobian product of the result for the cotangent
+    # :func:`xamt.workers.protocol.cotangent` makes from ``seed`` (empty: values only)
+    grad: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,6 +68,18 @@ class Outcome:
     seconds: float | None = None  # wall time of the call and conversions, in the worker
     cpu: float | None = None  # the worker's CPU time for the same (excludes waiting for a core)
     detail: str = ""
+    # the vector-Jacobian product (a call with ``grad``): one array per differentiated
+    # argument, in ``Call.grad``'s order; None where the library's autodiff returned none
+    # (no dependence); ``grad_status`` says how it went ("" for a values-only call, "ok",
+    # "error": the library raised while differentiating, "unsupported": it has no autodiff)
+    grad: tuple[Any, ...] | None = None
+    grad_status: str = ""
+    grad_error: ErrorInfo | None = None
+    # the Jacobian-vector product (forward mode) of a gradient call, for the tangents
+    # :func:`xamt.workers.protocol.tangent` makes, as the result is structured; its status
+    # ("unsupported" where the library has no forward mode)
+    tangent: Any = None
+    tangent_status: str = ""
 
     @property
     def ok(self) -> bool:
@@ -96,6 +112,10 @@ class Case:
     values: dict[str, Any]
     apis: dict[str, str]
     seed: int = 0
+    # whether the case also checks gradients (xamt.oracle.gradient): each library's
+    # vector-Jacobian product for the cotangent its seed makes, against a float64 finite
+    # difference
+    grad: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ def sample_groups(catalog: Catalog, sample: int | None, seed: int) -> list[Group
     return groups
 
 
-def _canonical(g: Group) -> list[dict[str, object]]:
+def canonical_values(g: Group) -> list[dict[str, object]]:
     """The role values a group was validated on."""
     if dlcore.is_dl(g.shapes):
         return dlcore.canonical_values(g)
@@ -49,7 +49,7 @@ def check(pool: WorkerPool, groups: Sequence[Group]) -> list[Drift]:
         for m in g.members:
             if m.library not in libs:
                 continue
-            for i, values in enumerate(_canonical(g)):
+            for i, values in enumerate(canonical_values(g)):
                 slots.append((m.library, len(calls[m.library]), i))
                 calls[m.library].append(bind(m, values))
         index.append((g, slots))

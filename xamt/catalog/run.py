@@ -1,5 +1,6 @@
-"""The catalog's two runs over the installed libraries, as plain functions: building it from
-the environments (``xamt catalog build``) and re-validating it (``xamt catalog check``)."""
+"""The catalog's runs over the installed libraries, as plain functions: building it from the
+environments (``xamt catalog build``), re-validating it (``xamt catalog check``) and checking
+its members' gradients (``xamt catalog gradients``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from xamt import envs
 from xamt.catalog.build import build
 from xamt.catalog.check import Drift, check, sample_groups
+from xamt.catalog.gradients import GroupGradients, candidates, check_gradients
 from xamt.catalog.model import Catalog
 from xamt.errors import UsageError
 from xamt.libraries import library_names
@@ -89,3 +91,28 @@ def check_installed(
         if catalog.libraries.get(lib) != v
     }
     return CheckReport(checked=len(groups), drifts=tuple(drifts), version_changes=changed)
+
+
+def check_gradients_installed(
+    catalog: Catalog,
+    *,
+    variant: str = "cpu",
+    only: str | None = None,
+    progress: Callable[[str], None] = _ignore,
+) -> dict[str, GroupGradients]:
+    """Check every differentiable group's member gradients on the installed versions
+    (:func:`xamt.catalog.gradients.check_gradients`), ``only`` a regex on operation names."""
+    keep = op_filter(only)
+    groups = [g for g in catalog.groups if keep is None or keep(g.op)]
+    libs = sorted(
+        {lib for g in candidates(groups) for lib in g.libraries}, key=library_names().index
+    )
+    if not libs:
+        return {}
+    from xamt.replay import Replay  # the judge sits above the catalog
+
+    pythons = {lib: envs.interpreter(lib, variant) for lib in libs}
+    with WorkerPool(pythons, deadline=CATALOG_DEADLINE) as pool:
+        pool.start()
+        replay = Replay(pool, groups, all_gradients=True)
+        return check_gradients(replay.run, groups, progress)

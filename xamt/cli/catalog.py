@@ -11,10 +11,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from xamt.catalog import gradients as gradient_members
 from xamt.catalog import model as catalog_model
 from xamt.catalog.model import Catalog, Family
 from xamt.catalog.ops import traits_of
-from xamt.catalog.run import build_from_envs, check_installed
+from xamt.catalog.run import build_from_envs, check_gradients_installed, check_installed
 from xamt.catalog.shared import shared_code
 from xamt.cli.common import (
     CatalogOpt,
@@ -271,3 +272,45 @@ def catalog_check(
         say(f"checked {result.checked} groups: {len(drifts)} drifted")
     if drifts:
         raise typer.Exit(DRIFT_EXIT)
+
+
+@app.command("gradients")
+@handles_errors
+def catalog_gradients(
+    out_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Where to write the result (default: the shipped gradient_members.json)."
+        ),
+    ] = None,
+    only: Annotated[
+        str | None, typer.Option(help="Regex on operation names (a partial check, not saved).")
+    ] = None,
+    catalog: CatalogOpt = None,
+    variant: VariantOpt = Variant.cpu,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check each differentiable group's member gradients on its canonical inputs against a
+    float64 finite difference; keep the members that agree (the fuzzer's gradient oracle asks
+    only them).
+
+    Example: `xamt catalog gradients --only '^(sin|tanh)$' --out /tmp/grad.json`
+    """
+    chosen = load_catalog(catalog)
+    started = time.monotonic()
+    result = check_gradients_installed(chosen, variant=variant.value, only=only, progress=say)
+    target = out_path or (None if only else gradient_members.MEMBERS_PATH)
+    if target is not None:
+        gradient_members.save(result, target)
+    report = gradient_members.summary(result, chosen.groups)
+    if as_json:
+        say(json.dumps(report, indent=2))
+        return
+    say(
+        f"checked {report['checked_groups']} groups in {time.monotonic() - started:.0f} s: "
+        f"{report['differentiable_groups']} differentiable, {report['dropped']} members dropped"
+    )
+    for lib, n in report["members_per_library"].items():
+        say(f"  {lib}: {n} members in {report['groups_per_library'].get(lib, 0)} groups")
+    if target is not None:
+        say(f"wrote {target}")

@@ -22,6 +22,7 @@ from xamt.cli.common import (
     say,
     warn,
 )
+from xamt.errors import UsageError
 from xamt.fuzz import Schedule
 from xamt.workers.pool import DEFAULT_DEADLINE
 
@@ -151,6 +152,14 @@ def fuzz(
     ] = None,
     catalog: CatalogOpt = None,
     variant: VariantOpt = Variant.cpu,
+    oracles: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated oracles: values (always), gradients (each library's "
+            "vector-Jacobian product against a float64 finite difference, on a quarter of "
+            "the cases)."
+        ),
+    ] = "values",
 ) -> None:
     """Fuzz the catalog's groups across libraries and write findings.json.
 
@@ -161,9 +170,16 @@ def fuzz(
     Example: `xamt fuzz --libs numpy,torch,jax --group '^(add|sum)' --budget 5m --out run1`
     """
     from xamt.fuzz.output import summary_lines
-    from xamt.fuzz.run import FuzzConfig, run_fuzz, time_lines
+    from xamt.fuzz.run import ORACLES, FuzzConfig, run_fuzz, time_lines
 
+    chosen_oracles = tuple(x.strip() for x in oracles.split(",") if x.strip())
+    unknown = [o for o in chosen_oracles if o not in ORACLES]
+    if unknown or not chosen_oracles:
+        raise UsageError(
+            f"--oracles: unknown {', '.join(unknown) or 'empty list'}; known: {', '.join(ORACLES)}"
+        )
     config = FuzzConfig(
+        oracles=chosen_oracles,
         budget=budget,
         seed=seed,
         libraries=tuple(x.strip() for x in libs.split(",") if x.strip()) if libs else None,

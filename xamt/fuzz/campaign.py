@@ -23,6 +23,7 @@ import numpy as np
 
 from xamt import schemas
 from xamt.catalog import dlcore
+from xamt.catalog.gradients import differentiable
 from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
 from xamt.findings import decode_case
@@ -32,6 +33,7 @@ from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis,
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
+from xamt.oracle.gradient import gradient_case
 from xamt.oracle.signature import canonical_callable
 from xamt.replay import (
     Replay,
@@ -170,6 +172,8 @@ class CampaignConfig:
     schedule: str = "variance"
     batch: int = BATCH
     pace: bool = True  # under a time budget, let each library go at its own rate
+    # the share of cases that also check gradients (xamt.oracle.gradient): 0 for values only
+    gradients: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -235,6 +239,8 @@ class _State:
     # group -> [cases the judge failed on, its first error]: a defect in xamt, said at the end
     unjudged: dict[str, list[Any]] = field(default_factory=dict)
     libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
+    # gradient cases ("cases") and, per library, those it returned a gradient on
+    gradients: Counter[str] = field(default_factory=Counter)
 
 
 class Campaign:
@@ -354,6 +360,7 @@ class Campaign:
                 phases=Phases.from_dict(state.get("phases", {})),
                 unjudged={g: list(v) for g, v in state.get("unjudged", {}).items()},
                 libraries=libraries_from_dict(state.get("libraries", {})),
+                gradients=Counter(state.get("gradients", {})),
             )
             self._resumed = [
                 (
@@ -504,6 +511,12 @@ class Campaign:
         else:
             apis = pick_apis(group, self.config.libraries, self.rng, pick.arm[1])
             case = draw_case(group, self.rng, pick.arm[1], pick.arm[2], apis, seed)
+        if (
+            self.config.gradients
+            and len(differentiable(group) & set(case.apis.values())) >= 2
+            and self.rng.random() < self.config.gradients
+        ):
+            case = gradient_case(case, group, self.rng)
         return self._without_fatal(fit_apis(self._lighter(case), group))
 
     def _lighter(self, case: Case) -> Case:
@@ -639,8 +652,10 @@ class Campaign:
                 outcomes[i] = {lib: o for lib, o in outcomes[i].items() if lib not in withdrawn}
         with self.state.phases.timed("judge"):
             replayed = [
-                judge_case(c, self.groups[c.group], o, r, known=self.known)
-                for c, o, r in zip(cases, outcomes, references, strict=True)
+                judge_case(c, self.groups[c.group], o, r, known=self.known, probes=p)
+                for c, o, r, p in zip(
+                    cases, outcomes, references, batch.submitted.probes, strict=True
+                )
             ]
             case_records, candidates = self._account(picks, cases, replayed, noted)
         self.state.seconds = seconds_before + time.monotonic() - started
@@ -688,6 +703,11 @@ class Campaign:
                 entry = self.state.unjudged.setdefault(case.group, [0, run.failed])
                 entry[0] += 1
             score = divergence(run.outcomes)
+            if case.grad:
+                self.state.gradients["cases"] += 1
+                self.state.gradients.update(
+                    lib for lib, o in run.outcomes.items() if o.grad_status == "ok"
+                )
             novel = False
             reward_new = 0.0  # new suspected root causes this case showed first, by severity
             repeats = 0  # how often this case's discrepancies were seen before
@@ -777,6 +797,7 @@ class Campaign:
             "suspected": sorted(self.state.suspected),
             "fatal": self.state.fatal,
             "skipped": dict(self.state.skipped),
+            "gradients": dict(self.state.gradients),
             "paced": dict(self.state.paced),
             "heavy": self.state.heavy,
             "lightened": self.state.lightened,

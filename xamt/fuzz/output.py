@@ -33,6 +33,13 @@ def summary_lines(document: Document, top: int = 15) -> list[str]:
     )
     if refused:
         lines.append(f"  support matrix: {refused} (group, library, dtype) refusals, not bugs")
+    grads = camp.get("gradients")
+    if isinstance(grads, dict):
+        per_lib = ", ".join(f"{lib} {n}" for lib, n in sorted(grads.items()) if lib != "cases")
+        lines.append(
+            f"  gradients: {grads.get('cases', 0)} gradient cases; gradients returned by "
+            f"{per_lib or 'no library'}"
+        )
     if bugs:
         lines.append("suspected bugs, most severe first:")
     for f in bugs[:top]:

@@ -81,6 +81,11 @@ def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
     )
 
 
+# The share of cases that also check gradients when the gradient oracle is on.
+GRADIENT_SHARE = 0.25
+ORACLES = ("values", "gradients")
+
+
 @dataclass(frozen=True, kw_only=True)
 class FuzzConfig:
     """Everything one fuzz run needs; the defaults are the command line's.
@@ -103,6 +108,8 @@ class FuzzConfig:
     triage_budget: float | None = None
     catalog: Path | None = None
     variant: str = "cpu"
+    # the oracles the campaign runs: "values" always, "gradients" on a share of the cases
+    oracles: tuple[str, ...] = ("values",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +237,7 @@ def run_fuzz(
         budget=steps.fuzz,
         libraries=tuple(chosen),
         schedule=config.schedule,
+        gradients=GRADIENT_SHARE if "gradients" in config.oracles else 0.0,
     )
     report = on_campaign or (lambda p: on_progress(campaign_line(p)))
     phases = Phases()
@@ -253,6 +261,7 @@ def run_fuzz(
                 progress = campaign.run(report)
             libraries = campaign.library_times()
             unjudged = campaign.state.unjudged
+            gradient_counts = dict(campaign.state.gradients)
             for line in unjudged_lines(unjudged):
                 on_warning(line)
             # the standby workers never ran a call: the first reproduction run's fresh pool,
@@ -326,6 +335,8 @@ def run_fuzz(
             "seconds": round(progress.seconds, 1),
             "wall_seconds": round(time.monotonic() - started, 1),
             "unjudged": {g: n for g, (n, _) in unjudged.items()},
+            "oracles": list(config.oracles),
+            **({"gradients": gradient_counts} if "gradients" in config.oracles else {}),
             "time": {
                 "phases": phases.as_dict(),
                 "libraries": {lib: t.as_dict() for lib, t in libraries.items()},

@@ -20,11 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import get_args
+
+from xamt.findings import Family
 
 SIGNATURE_VERSION = 2
 # Longest normalized message kept in a signature: enough for the gist, not for a data dump.
 MESSAGE_LIMIT = 160
-FAMILIES = ("crash", "hang", "resource", "status", "shape", "dtype", "value")
+FAMILIES: tuple[str, ...] = get_args(Family)
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 

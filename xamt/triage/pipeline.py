@@ -468,6 +468,7 @@ def triage(
             versions=versions,
             signature=final.signature,
             key=final.key,
+            gradient_detail=final.detail if final.kind == "gradient" else None,
         )
         final = final.replace(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
@@ -687,7 +688,15 @@ def _final(
 ) -> Finding:
     """The finding as the minimized case shows it, signed with its trigger and classified."""
     again = (
-        judge_case(case, group, rerun.outcomes, rerun.reference, trigger=trigger, known=known)
+        judge_case(
+            case,
+            group,
+            rerun.outcomes,
+            rerun.reference,
+            trigger=trigger,
+            known=known,
+            probes=rerun.probes,
+        )
         if rerun is not None
         else None
     )

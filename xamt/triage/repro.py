@@ -301,8 +301,12 @@ def write_repro(
     versions: Mapping[str, str],
     signature: str,
     key: str,
+    gradient_detail: str | None = None,
 ) -> dict[str, str]:
     """Write the scripts of one finding into ``folder``; return library -> script path.
+
+    A gradient finding (``gradient_detail``: its detail line) gets each library's short
+    gradient script instead (:mod:`xamt.triage.grad_repro`), where the library has autodiff.
 
     ``folder`` must already be checked to lie inside the output folder (``xamt.paths.inside``);
     the library names, which name the scripts, are checked here, and each file is replaced
@@ -323,6 +327,20 @@ def write_repro(
             key=key,
         )
         npz.update(arrays)
+        if gradient_detail is not None:
+            from xamt.triage.grad_repro import gradient_script
+
+            text = (
+                gradient_script(
+                    library=library,
+                    member=member,
+                    case=case,
+                    version=versions.get(library, "unknown"),
+                    key=key,
+                    detail=gradient_detail,
+                )
+                or text
+            )
         scripts[library] = str(_replace(folder, f"repro_{library}.py", text.encode()))
     if npz:
         buffer = io.BytesIO()

@@ -77,6 +77,7 @@ def verify_findings(
                 result.outcomes,
                 result.reference,
                 trigger=finding.trigger,
+                probes=result.probes,
             )
             seen[i] |= again.signatures()
             last[i] = [

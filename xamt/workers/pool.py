@@ -207,7 +207,7 @@ class Worker:
         header = bytes(self.buffer[size : size + hlen])
         payload = bytes(self.buffer[size + hlen : end])
         del self.buffer[:end]
-        return protocol.decode(header, payload, ("value",))
+        return protocol.decode(header, payload, ("value", "grad", "tangent"))
 
     def kill(self) -> None:
         """Kill the worker and everything it started; reap it."""
@@ -674,6 +674,8 @@ class WorkerPool:
             header = {"op": "call", "id": state.rid, "api": c.api, "seed": c.seed}
             if c.transpose:
                 header["transpose"] = _plain_transpose(c.transpose)
+            if c.grad:
+                header["grad"] = list(c.grad)
             worker.send(header, {"args": list(c.args), "kwargs": dict(c.kwargs)})
         else:
             worker.send(
@@ -950,6 +952,8 @@ def _call_value(call: Call) -> dict[str, Any]:
     }
     if call.transpose:
         value["transpose"] = _plain_transpose(call.transpose)
+    if call.grad:
+        value["grad"] = list(call.grad)
     return value
 
 
@@ -984,7 +988,12 @@ def _outcome(lib: str, call: Call, frame: dict[str, Any]) -> Outcome:
         error=ErrorInfo(**err) if err else None,
         seconds=frame.get("seconds"),
         cpu=frame.get("cpu"),
-        detail=frame.get("reason", ""),
+        detail=frame.get("reason", frame.get("grad_reason", "")),
+        grad=tuple(frame["grad"]) if isinstance(frame.get("grad"), list) else None,
+        grad_status=str(frame.get("grad_status", "")),
+        grad_error=ErrorInfo(**frame["grad_error"]) if frame.get("grad_error") else None,
+        tangent=frame.get("tangent"),
+        tangent_status=str(frame.get("tangent_status", "")),
     )
 
 

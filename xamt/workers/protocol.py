@@ -121,6 +121,23 @@ class BFloat16:
         return tuple(self.values.shape)
 
 
+def cotangent(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """The cotangent of one floating result of ``shape`` for a gradient call, in float64: the
+    same numbers in every library and in the finite-difference reference. Its values are
+    eighths from -7/8 to 7/8 (never 0, exact in float16 and bfloat16) in a pattern the seed
+    shifts, so that no two neighbouring positions weigh alike."""
+    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    return (((index * 5 + int(seed)) % 8 - 3.5) / 4).reshape(shape)
+
+
+def tangent(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """The tangent of one differentiated input for a forward-mode (Jacobian-vector) product,
+    in float64: from -5/8 to 5/8 in steps of 1/4 (never 0), another pattern than
+    :func:`cotangent`'s."""
+    index = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)
+    return (((index * 3 + int(seed)) % 6 - 2.5) / 4).reshape(shape)
+
+
 def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
     """Widen bfloat16 bit patterns (uint16) to the float32 values they denote, exactly."""
     wide = np.array(bits, dtype=np.uint32)  # an array even when 0-d (scalars would promote)

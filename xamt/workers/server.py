@@ -269,6 +269,7 @@ class Server:
         api = request.get("api", "")
         start = 0.0
         first = False
+        wrt: Any = None
         try:
             if not isinstance(api, str):
                 raise ProtocolError("call.api must be a string")
@@ -298,6 +299,9 @@ class Server:
                 value = _transposed_result(value, transpose["return"])
             seconds = time.perf_counter() - start
             cpu = time.process_time() - cpu_start
+            wrt = request.get("grad") or []
+            if wrt:
+                grad_header, grad = self.gradient(api, fn, args, kwargs, transpose, wrt, seed)
         except Unsupported as exc:
             return {"status": "unsupported", "reason": str(exc)}, {}
         except UnknownApi as exc:
@@ -313,7 +317,89 @@ class Server:
             status = "resource" if RESOURCE_PATTERNS.search(info["message"][:2000]) else "error"
             timing = {"seconds": time.perf_counter() - start, "first": first} if start else {}
             return {"status": status, "error": info, **timing}, {}
-        return {"status": "ok", "seconds": seconds, "cpu": cpu, "first": first}, {"value": value}
+        header = {"status": "ok", "seconds": seconds, "cpu": cpu, "first": first}
+        if not wrt:
+            return header, {"value": value}
+        grads, forward = grad if grad is not None else (None, None)
+        return {**header, **grad_header}, {"value": value, "grad": grads, "tangent": forward}
+
+    def gradient(
+        self,
+        api: str,
+        fn: Any,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        transpose: dict[str, Any],
+        wrt: Any,
+        seed: Any,
+    ) -> tuple[dict[str, Any], Any]:
+        """The vector-Jacobian product of a call that returned (:meth:`Adapter.vjp`, on fresh
+        native inputs): ``({"grad_status": "ok"}, gradients)``, each in the group's layout
+        (None where the library returned none), or the status and error of a failure (the
+        call's value stands either way). Never raises but for KeyboardInterrupt."""
+        try:
+            if not isinstance(wrt, list) or not all(isinstance(k, str) for k in wrt):
+                raise ProtocolError("call.grad must be a list of argument keys")
+            native_args = [self.to_native(a, api) for a in args]
+            native_kwargs = {str(k): self.to_native(v, api) for k, v in kwargs.items()}
+            back = transpose.get("return")
+            self.adapter.out_perm = tuple(int(i) for i in back) if back else None
+            try:
+                grads = self.adapter.vjp(fn, native_args, native_kwargs, wrt, int(seed or 0))
+            finally:
+                self.adapter.out_perm = None
+            out = []
+            for key, g in zip(wrt, grads, strict=True):
+                value = self.to_wire(self.adapter.materialize(g)) if g is not None else None
+                perm = transpose.get(key)
+                if perm is not None and value is not None:
+                    value = _transposed(value, [int(i) for i in np.argsort(perm)])
+                out.append(value)
+            header, forward = self.forward_mode(api, fn, args, kwargs, transpose, wrt, seed)
+            return {"grad_status": "ok", **header}, (out, forward)
+        except Unsupported as exc:
+            return {"grad_status": "unsupported", "grad_reason": str(exc)}, None
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"grad_status": "error", "grad_error": _error_info(exc)}, None
+
+    def forward_mode(
+        self,
+        api: str,
+        fn: Any,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        transpose: dict[str, Any],
+        wrt: list[str],
+        seed: Any,
+    ) -> tuple[dict[str, Any], Any]:
+        """The Jacobian-vector product of the call for the tangents :func:`protocol.tangent`
+        makes (group layout, ``seed`` plus the argument's place in ``wrt``), where the
+        library has forward mode: ``({"tangent_status": "ok"}, output tangent)`` in the
+        group's layout, else the status. Never raises but for KeyboardInterrupt."""
+        try:
+            tangents = []
+            for k, key in enumerate(wrt):
+                value = args[int(key)] if key.isdigit() else kwargs[key]
+                shape = np.shape(value.values if isinstance(value, BFloat16) else value)
+                perm = transpose.get(key)
+                group_shape = tuple(shape[int(i)] for i in np.argsort(perm)) if perm else shape
+                t = protocol.tangent(tuple(int(n) for n in group_shape), int(seed or 0) + k)
+                tangents.append(np.ascontiguousarray(np.transpose(t, perm)) if perm else t)
+            native_args = [self.to_native(a, api) for a in args]
+            native_kwargs = {str(k): self.to_native(v, api) for k, v in kwargs.items()}
+            out = self.adapter.jvp(fn, native_args, native_kwargs, wrt, tangents)
+            value = self.to_wire(self.adapter.materialize(out))
+            if transpose.get("return"):
+                value = _transposed_result(value, transpose["return"])
+            return {"tangent_status": "ok"}, value
+        except Unsupported:
+            return {"tangent_status": "unsupported"}, None
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return {"tangent_status": "error", "tangent_error": _error_info(exc)}, None
 
     def doc(self, request: dict[str, Any]) -> dict[str, Any]:
         """The docstring of the callable ``request["api"]`` names, resolved as a call resolves

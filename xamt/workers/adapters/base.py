@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..protocol import DTYPE_NAMES, BFloat16
+from ..protocol import DTYPE_NAMES, BFloat16, cotangent
 
 
 class Unsupported(Exception):
@@ -111,6 +111,85 @@ class Adapter:
     def materialize(self, out: Any) -> Any:
         """Force lazy or asynchronous results so that errors surface inside the call."""
         return out
+
+    # --- gradients -------------------------------------------------------------------------
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        """The vector-Jacobian product of ``fn(*args, **kwargs)`` with the library's own
+        automatic differentiation: one native gradient (or None where the library returns
+        none) per argument ``wrt`` names (a position ``"0"`` or a keyword), for the cotangent
+        :func:`cotangent` makes of each floating result leaf (``seed`` plus the leaf's place
+        among the result's leaves, see :func:`leaves`)."""
+        raise Unsupported(f"{self.name} has no automatic differentiation")
+
+    # the permutation that takes a result from the member's layout to the group's (a
+    # channels-last member's), set by the server for one gradient call: cotangents are made
+    # in the group's layout, as the reference's are
+    out_perm: tuple[int, ...] | None = None
+
+    def jvp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
+    ) -> Any:
+        """The Jacobian-vector product (forward mode) of ``fn(*args, **kwargs)`` for the
+        ``tangents`` (numpy, one per argument ``wrt`` names): the result's tangent, as the
+        result is structured. Libraries without forward mode raise :class:`Unsupported`."""
+        raise Unsupported(f"{self.name}: no forward-mode differentiation in xamt's adapter")
+
+    def cotangents(self, outs: list[Any], seed: int) -> list[Any]:
+        """The native cotangent of each result leaf (None for a leaf that is not a floating
+        tensor of the library: an integer index, a Python number)."""
+        found: list[Any] = []
+        perm = self.out_perm
+        for k, leaf in enumerate(outs):
+            if not self.is_native(leaf) or not self.floating(leaf):
+                found.append(None)
+                continue
+            shape = tuple(int(n) for n in leaf.shape)
+            if perm is not None and len(perm) == len(shape):
+                group = cotangent(tuple(shape[p] for p in perm), seed + k)
+                values = np.ascontiguousarray(np.transpose(group, np.argsort(perm)))
+            else:
+                values = cotangent(shape, seed + k)
+            found.append(self.like(values, leaf))
+        return found
+
+    def floating(self, tensor: Any) -> bool:
+        """Whether a native tensor has a real floating dtype."""
+        dtype = getattr(tensor, "dtype", None)
+        return any(
+            self.native_dtype(name) is not None and dtype == self.native_dtype(name)
+            for name in ("float16", "bfloat16", "float32", "float64")
+        )
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        """``values`` (float64) as a native tensor of ``tensor``'s dtype."""
+        raise NotImplementedError
+
+
+def argument(args: list[Any], kwargs: dict[str, Any], key: str) -> Any:
+    """The argument a gradient key names: a position ("0") or a keyword."""
+    return args[int(key)] if key.isdigit() else kwargs[key]
+
+
+def substituted(
+    args: list[Any], kwargs: dict[str, Any], wrt: list[str], values: Any
+) -> tuple[list[Any], dict[str, Any]]:
+    """``args`` and ``kwargs`` with the arguments ``wrt`` names replaced by ``values``."""
+    new_args, new_kwargs = list(args), dict(kwargs)
+    for key, value in zip(wrt, values, strict=True):
+        if key.isdigit():
+            new_args[int(key)] = value
+        else:
+            new_kwargs[key] = value
+    return new_args, new_kwargs
+
+
+def leaves(out: Any) -> list[Any]:
+    """A result's leaves in order: a tensor alone, or the items of (nested) tuples and lists."""
+    if isinstance(out, tuple | list):
+        return [leaf for item in out for leaf in leaves(item)]
+    return [out]
 
 
 def pin_threads() -> None:

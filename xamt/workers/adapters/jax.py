@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, pin_threads
+from .base import Adapter, argument, leaves, pin_threads, substituted
 
 
 class JaxAdapter(Adapter):
@@ -59,6 +59,42 @@ class JaxAdapter(Adapter):
         if arr.dtype.name == "bfloat16":
             return BFloat16(arr.astype(np.float32))
         return arr
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        return self.jnp.asarray(values, dtype=tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        def f(*xs: Any) -> Any:
+            a, k = substituted(args, kwargs, wrt, xs)
+            return fn(*a, **k)
+
+        out, pullback = self.lib.vjp(f, *[argument(args, kwargs, key) for key in wrt])
+        tree = self.lib.tree_util
+        flat, structure = tree.tree_flatten(out)
+        cots = [
+            c if c is not None else self.lib.numpy.zeros_like(o)
+            for o, c in zip(flat, self.cotangents(leaves(flat), seed), strict=True)
+        ]
+        # an integer result takes a float0 cotangent in jax: none of it flows back
+        cots = [
+            c if self.floating(o) else np.zeros(o.shape, dtype=self.lib.dtypes.float0)
+            for o, c in zip(flat, cots, strict=True)
+        ]
+        return list(pullback(tree.tree_unflatten(structure, cots)))
+
+    def jvp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
+    ) -> Any:
+        def f(*xs: Any) -> Any:
+            a, k = substituted(args, kwargs, wrt, xs)
+            return fn(*a, **k)
+
+        primals = [argument(args, kwargs, key) for key in wrt]
+        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
+        _, out = self.lib.jvp(f, tuple(primals), tuple(ts))
+        return out
 
     def materialize(self, out: Any) -> Any:
         # Dispatch is asynchronous: errors (and the real cost) surface only when blocked on.

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, pin_threads
+from .base import Adapter, argument, leaves, pin_threads, substituted
 
 
 class MindsporeAdapter(Adapter):
@@ -57,6 +57,40 @@ class MindsporeAdapter(Adapter):
         if obj.dtype == self.lib.bfloat16:
             return BFloat16(obj.astype(self.lib.float32).asnumpy())
         return np.asarray(obj.asnumpy())
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        return self.lib.Tensor(values).astype(tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        def f(*xs: Any) -> Any:
+            a, k = substituted(args, kwargs, wrt, xs)
+            return fn(*a, **k)
+
+        out, pullback = self.lib.vjp(f, *[argument(args, kwargs, key) for key in wrt])
+        outs = leaves(out)
+        cots = [
+            c if c is not None else self.lib.ops.zeros_like(o)
+            for o, c in zip(outs, self.cotangents(outs, seed), strict=True)
+        ]
+        if isinstance(out, tuple | list):
+            grads = pullback(type(out)(cots))
+        else:
+            grads = pullback(cots[0])
+        return list(grads) if isinstance(grads, tuple | list) else [grads]
+
+    def jvp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
+    ) -> Any:
+        def f(*xs: Any) -> Any:
+            a, k = substituted(args, kwargs, wrt, xs)
+            return fn(*a, **k)
+
+        primals = [argument(args, kwargs, key) for key in wrt]
+        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
+        _, out = self.lib.jvp(f, tuple(primals), tuple(ts))
+        return out
 
 
 ADAPTER = MindsporeAdapter

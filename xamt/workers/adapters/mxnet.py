@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import BFloat16
-from .base import Adapter, pin_threads
+from .base import Adapter, argument, leaves, pin_threads
 
 NUMPY_NAMESPACES = ("mxnet.np.", "mxnet.numpy.", "mxnet.npx.", "mx.np.", "mx.npx.")
 
@@ -69,6 +69,28 @@ class MxnetAdapter(Adapter):
 
     def native_to_numpy(self, obj: Any) -> np.ndarray | BFloat16:
         return np.asarray(obj.asnumpy())
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        if isinstance(tensor, self.lib.np.ndarray):
+            return self.lib.np.array(values, dtype=tensor.dtype)
+        return self.lib.nd.array(values, dtype=tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        autograd = self.lib.autograd
+        inputs = [argument(args, kwargs, key) for key in wrt]
+        for x in inputs:
+            x.attach_grad()
+        with autograd.record():
+            outs = leaves(fn(*args, **kwargs))
+        pairs = [
+            (o, c) for o, c in zip(outs, self.cotangents(outs, seed), strict=True) if c is not None
+        ]
+        if not pairs:
+            return [None] * len(inputs)
+        autograd.backward([o for o, _ in pairs], head_grads=[c for _, c in pairs])
+        return [self.materialize(x.grad) for x in inputs]
 
 
 ADAPTER = MxnetAdapter

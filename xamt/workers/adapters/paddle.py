@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
-from .base import Adapter, pin_threads
+from .base import Adapter, argument, leaves, pin_threads, substituted
 
 
 class PaddleAdapter(Adapter):
@@ -68,6 +68,30 @@ class PaddleAdapter(Adapter):
         if obj.dtype == self.lib.bfloat16:
             return BFloat16(bf16_bits_to_f32(np.asarray(obj.numpy()).view(np.uint16)))
         return np.asarray(obj.numpy())
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        return self.lib.to_tensor(values).astype(tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        inputs = [argument(args, kwargs, key) for key in wrt]
+        for x in inputs:
+            x.stop_gradient = False
+        # the call gets copies (not leaves): an in-place variant may then write to them
+        a, k = substituted(args, kwargs, wrt, [x.clone() for x in inputs])
+        outs = leaves(fn(*a, **k))
+        pairs = [
+            (o, c)
+            for o, c in zip(outs, self.cotangents(outs, seed), strict=True)
+            if c is not None and not o.stop_gradient
+        ]
+        if not pairs:
+            return [None] * len(inputs)
+        grads = self.lib.grad(
+            [o for o, _ in pairs], inputs, [c for _, c in pairs], allow_unused=True
+        )
+        return list(grads)
 
 
 ADAPTER = PaddleAdapter

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, pin_threads
+from .base import Adapter, Unsupported, argument, leaves, pin_threads
 
 
 class TensorflowAdapter(Adapter):
@@ -60,6 +60,38 @@ class TensorflowAdapter(Adapter):
         if obj.dtype == tf.bfloat16:
             return BFloat16(tf.cast(obj, tf.float32).numpy())
         return np.asarray(obj.numpy())
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        return self.lib.cast(self.lib.constant(values), tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        inputs = [argument(args, kwargs, key) for key in wrt]
+        with self.lib.GradientTape() as tape:
+            for x in inputs:
+                tape.watch(x)
+            outs = leaves(fn(*args, **kwargs))
+        pairs = [
+            (o, c) for o, c in zip(outs, self.cotangents(outs, seed), strict=True) if c is not None
+        ]
+        if not pairs:
+            return [None] * len(inputs)
+        grads = tape.gradient([o for o, _ in pairs], inputs, output_gradients=[c for _, c in pairs])
+        # a sparse gradient (an IndexedSlices of a gather) as the dense array it stands for
+        return [self.lib.convert_to_tensor(g) if g is not None else None for g in grads]
+
+    def jvp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
+    ) -> Any:
+        primals = [argument(args, kwargs, key) for key in wrt]
+        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
+        with self.lib.autodiff.ForwardAccumulator(primals, ts) as acc:
+            out = fn(*args, **kwargs)
+        found = [acc.jvp(o) for o in leaves(out)]
+        if any(t is None for t in found):
+            raise Unsupported("tensorflow's forward accumulator returned no tangent")
+        return found[0] if not isinstance(out, tuple | list) else type(out)(found)
 
 
 ADAPTER = TensorflowAdapter

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
-from .base import Adapter, pin_threads
+from .base import Adapter, argument, leaves, pin_threads, substituted
 
 
 class TorchAdapter(Adapter):
@@ -54,6 +54,41 @@ class TorchAdapter(Adapter):
                 bf16_bits_to_f32(t.contiguous().view(self.lib.int16).numpy().view(np.uint16))
             )
         return t.numpy()
+
+    def like(self, values: np.ndarray, tensor: Any) -> Any:
+        return self.lib.from_numpy(values).to(tensor.dtype)
+
+    def vjp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
+    ) -> list[Any]:
+        inputs = [argument(args, kwargs, key).requires_grad_(True) for key in wrt]
+        # the call gets copies (not leaves): an in-place variant may then write to them
+        a, k = substituted(args, kwargs, wrt, [x.clone() for x in inputs])
+        outs = leaves(fn(*a, **k))
+        pairs = [
+            (o, c)
+            for o, c in zip(outs, self.cotangents(outs, seed), strict=True)
+            if c is not None and o.requires_grad
+        ]
+        if not pairs:
+            return [None] * len(inputs)
+        grads = self.lib.autograd.grad(
+            [o for o, _ in pairs], inputs, [c for _, c in pairs], allow_unused=True
+        )
+        return list(grads)
+
+    def jvp(
+        self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
+    ) -> Any:
+        primals = [argument(args, kwargs, key) for key in wrt]
+
+        def f(*xs: Any) -> Any:
+            a, k = substituted(args, kwargs, wrt, [x.clone() for x in xs])
+            return fn(*a, **k)
+
+        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
+        _, out = self.lib.func.jvp(f, tuple(primals), tuple(ts))
+        return out
 
 
 ADAPTER = TorchAdapter

@@ -1,0 +1,158 @@
+"""Gradients in the real libraries: each worker's vector-Jacobian product against closed forms,
+and the gradient oracle on cases of the catalog's groups."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xamt.catalog.bind import bind
+from xamt.catalog.gradients import differentiable
+from xamt.catalog.model import load
+from xamt.oracle.gradient import grad_keys
+from xamt.replay import Replay, classify_blame, default_known
+from xamt.triage.grad_repro import gradient_script
+from xamt.types import Call, Case
+from xamt.workers.pool import WorkerPool
+from xamt.workers.protocol import cotangent
+
+# one API per library for sin and for a broadcasting product
+SIN = {
+    "torch": "torch.sin",
+    "tensorflow": "tensorflow.math.sin",
+    "jax": "jax.numpy.sin",
+    "paddle": "paddle.sin",
+    "mindspore": "mindspore.ops.sin",
+    "mxnet": "mxnet.np.sin",
+}
+MULTIPLY = {
+    "torch": "torch.mul",
+    "tensorflow": "tensorflow.math.multiply",
+    "jax": "jax.numpy.multiply",
+    "paddle": "paddle.multiply",
+    "mindspore": "mindspore.ops.mul",
+    "mxnet": "mxnet.np.multiply",
+}
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+
+
+@pytest.mark.parametrize("lib", sorted(SIN))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_vjp_of_sin_is_cos_times_the_cotangent(pool: WorkerPool, lib: str, dtype: str) -> None:
+    x = np.array([[0.5, -1.0, 2.0], [0.1, 3.0, -2.5]], dtype=dtype)
+    out = pool.call(lib, Call(api=SIN[lib], args=(x,), seed=11, grad=("0",)))
+    assert out.status == "ok" and out.grad_status == "ok", out.grad_error
+    assert out.grad is not None
+    (g,) = out.grad
+    assert g.dtype == np.dtype(dtype) and g.shape == x.shape
+    expected = np.cos(x.astype(np.float64)) * cotangent(x.shape, 11)
+    np.testing.assert_allclose(g, expected, rtol=0, atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("lib", sorted(MULTIPLY))
+def test_vjp_of_a_broadcast_product_sums_over_the_broadcast_axis(
+    pool: WorkerPool, lib: str
+) -> None:
+    x1 = np.array([[1.0, 2.0, -3.0], [0.5, 0.25, 4.0]])
+    x2 = np.array([2.0, -1.0, 0.5])
+    out = pool.call(lib, Call(api=MULTIPLY[lib], args=(x1, x2), seed=2, grad=("0", "1")))
+    assert out.grad_status == "ok", out.grad_error
+    assert out.grad is not None
+    c = cotangent((2, 3), 2)
+    np.testing.assert_allclose(out.grad[0], c * x2, rtol=1e-12)
+    np.testing.assert_allclose(out.grad[1], (c * x1).sum(axis=0), rtol=1e-12)
+
+
+def test_numpy_has_no_autodiff_and_its_value_still_comes(pool: WorkerPool) -> None:
+    x = np.array([0.5, 1.0])
+    out = pool.call("numpy", Call(api="numpy.sin", args=(x,), grad=("0",)))
+    assert out.status == "ok" and out.grad_status == "unsupported" and out.grad is None
+    np.testing.assert_array_equal(out.value, np.sin(x))
+
+
+def test_a_failing_gradient_keeps_the_value(pool: WorkerPool) -> None:
+    # an integer input has no gradient in torch: the call's value stands
+    x = np.array([1, 2], dtype=np.int64)
+    out = pool.call("torch", Call(api="torch.abs", args=(x,), grad=("0",)))
+    assert out.status == "ok" and out.grad_status == "error" and out.grad_error is not None
+    np.testing.assert_array_equal(out.value, [1, 2])
+
+
+def case_of(op: str, values: dict[str, np.ndarray]) -> Case:
+    group = next(g for g in load().groups if g.op == op and set(g.roles) == set(values))
+    kept = differentiable(group)  # the members the catalog's gradient check kept
+    apis: dict[str, str] = {}
+    for m in group.members:
+        if m.api in kept or m.library == "numpy":
+            apis.setdefault(m.library, m.api)
+    dtype = next(iter(values.values())).dtype.name
+    return Case(
+        group=group.id, dtype=dtype, value_class="ordinary", values=values, apis=apis, grad=True
+    )
+
+
+def test_the_oracle_on_smooth_and_kinked_cases(pool: WorkerPool) -> None:
+    catalog = load()
+    smooth = case_of("tanh", {"x": np.array([[0.3, -2.0], [1.0, 4.0]])})
+    kinked = case_of("abs", {"x": np.array([0.0, -1.5, 2.0], dtype=np.float32)})
+    replay = Replay(pool, catalog.groups)
+    first, second = replay.run([smooth, kinked])
+    # every library differentiates tanh as the finite difference does
+    assert not first.failed and len(first.probes) == 4 * 4
+    assert [s.key for s in first.signed] == []
+    assert {lib: o.grad_status for lib, o in first.outcomes.items()} == {
+        lib: "" if lib == "numpy" else "ok"
+        for lib in smooth.apis  # numpy is not asked
+    }
+    assert len(smooth.apis) == 7
+    # |x| at 0: jax's 1 against the others' 0, a convention nobody documents for jax
+    assert not second.failed
+    keys = {s.key: s for s in second.signed}
+    assert "gradient/jax/jax.abs/float32/kink" in keys
+    group = catalog.group(kinked.group)
+    signed = keys["gradient/jax/jax.abs/float32/kink"]
+    assert classify_blame(default_known(), signed, kinked, group)[0] == "unspecified"
+    # the cotangent's first number is -7/8: jax's derivative 1 times it, the others' 0
+    assert "d/dx at (0) is -0.875 where" in signed.blame.detail
+
+
+def test_the_short_gradient_scripts_run_alone(
+    pool: WorkerPool, pythons: dict[str, str], tmp_path: Path
+) -> None:
+    """Each library's gradient script, run in its own environment, prints what the worker's
+    gradient call returned."""
+    case = case_of(
+        "maximum",
+        {
+            "x1": np.array([1.0, 2.0, -0.5], dtype=np.float32),
+            "x2": np.array([1.0, 0.5, 3.0], dtype=np.float32),
+        },
+    )
+    group = load().group(case.group)
+    seen = set()
+    for member in group.members:
+        if member.library in seen or member.library == "numpy":
+            continue
+        seen.add(member.library)
+        text = gradient_script(
+            library=member.library, member=member, case=case, version="v", key="k", detail="d"
+        )
+        assert text is not None
+        script = tmp_path / f"grad_{member.library}.py"
+        script.write_text(text)
+        run = subprocess.run(
+            [pythons[member.library], str(script)], capture_output=True, text=True, timeout=300
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        printed = [line.split(" ", 1) for line in run.stdout.splitlines() if line[:1] in "xy"]
+        call = bind(member, case.values, seed=case.seed)
+        keys = grad_keys(member, ("x1", "x2"))
+        out = pool.call(member.library, dataclasses.replace(call, grad=keys))
+        assert out.grad is not None and len(printed) == 2
+        for (_, shown), g in zip(printed, out.grad, strict=True):
+            np.testing.assert_array_equal(np.array(ast.literal_eval(shown)), g)
