@@ -327,3 +327,51 @@ def test_forward_mode_is_checked_against_reverse_mode_off_kinks() -> None:
     kinks = {"x": np.array([True, False, False])}
     at_kink = judge_gradients("float32", values, ("x",), outcomes, ref, kinks, seed=SEED)
     assert all(b.oracle != "modes" for b in at_kink)
+
+
+def test_a_scalar_result_is_differenced_like_a_0d_array() -> None:
+    x = np.array([[0.3, -1.2], [2.5, 4.0]], dtype=np.float32)
+    as_float = reference(lambda v: float(np.sum(v**2)), {"x": x}, ("x",))["x"]
+    as_array = reference(lambda v: np.sum(v**2), {"x": x}, ("x",))["x"]
+    np.testing.assert_allclose(as_float.value, as_array.value, rtol=1e-12)
+    np.testing.assert_allclose(as_float.value, cotangent((), SEED) * 2 * x, rtol=1e-6)
+    assert scalar(3, SEED) == 0.0 and scalar((np.array([1, 2]), 2.0), SEED) == 2.0 * float(
+        cotangent((), SEED + 1)
+    )
+
+
+def test_short_gradient_scripts_use_each_librarys_own_api() -> None:
+    from xamt.triage.grad_repro import gradient_script
+
+    group = next(g for g in load().groups if g.op == "maximum")
+    case = abs_case(
+        group=group.id,
+        values={
+            "x1": np.array([1.0, -0.0], dtype=np.float32),
+            "x2": np.array([1.0, 0.5], dtype=np.float32),
+        },
+    )
+    wanted = {
+        "torch": "torch.autograd.grad(out, [x0, x1]",
+        "tensorflow": "tape.gradient(out, [x0, x1]",
+        "jax": "jax.vjp(lambda x0, x1:",
+        "paddle": "paddle.grad([out], [x0, x1]",
+        "mindspore": "mindspore.vjp(lambda x0, x1:",
+        "mxnet": "out.backward(",
+    }
+    for lib, api_call in wanted.items():
+        member = next(m for m in group.members if m.library == lib and not m.kwargs)
+        text = gradient_script(
+            library=lib, member=member, case=case, version="1.0", key="k", detail="why"
+        )
+        assert text is not None and api_call in text, (lib, text)
+        assert "numpy.array([1.0, -0.0], dtype='float32')" in text
+        assert f"cot = cotangent(tuple(out.shape), {case.seed})" in text
+        compile(text, f"grad_{lib}.py", "exec")
+    numpy_member = next(m for m in group.members if m.library == "numpy")
+    assert (
+        gradient_script(
+            library="numpy", member=numpy_member, case=case, version="", key="", detail=""
+        )
+        is None
+    )

@@ -546,6 +546,7 @@ def gradient_blames(
                 confidence=g.confidence,  # type: ignore[arg-type]
                 detail=g.detail,
                 question=g.question,
+                basis=g.basis,
             ),
             g.oracle,
         )

@@ -83,6 +83,18 @@ def test_a_failing_gradient_keeps_the_value(pool: WorkerPool) -> None:
     np.testing.assert_array_equal(out.value, [1, 2])
 
 
+@pytest.mark.parametrize("lib", sorted(SIN))
+def test_a_result_with_nothing_to_differentiate_is_unsupported(pool: WorkerPool, lib: str) -> None:
+    # an index result: no floating result the autodiff tracks (not a zero gradient)
+    api = {"tensorflow": "tensorflow.math.argmax", "mindspore": "mindspore.ops.argmax"}.get(
+        lib, SIN[lib].replace("sin", "argmax")
+    )
+    x = np.array([0.5, 2.0, -1.0], dtype=np.float32)
+    out = pool.call(lib, Call(api=api, args=(x,), grad=("0",)))
+    assert out.status == "ok" and int(np.asarray(out.value)) == 1
+    assert out.grad_status == "unsupported", (out.grad_status, out.grad_error)
+
+
 def case_of(op: str, values: dict[str, np.ndarray]) -> Case:
     group = next(g for g in load().groups if g.op == op and set(g.roles) == set(values))
     kept = differentiable(group)  # the members the catalog's gradient check kept

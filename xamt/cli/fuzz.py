@@ -156,8 +156,8 @@ def fuzz(
         str,
         typer.Option(
             help="Comma-separated oracles: values (always), gradients (each library's "
-            "vector-Jacobian product against a float64 finite difference, on a quarter of "
-            "the cases)."
+            "vector-Jacobian product against a float64 finite difference, on half of the "
+            "cases whose inputs can be differentiated)."
         ),
     ] = "values",
 ) -> None:

@@ -33,7 +33,7 @@ from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis,
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
-from xamt.oracle.gradient import gradient_case
+from xamt.oracle.gradient import eligible, gradient_case
 from xamt.oracle.signature import canonical_callable
 from xamt.replay import (
     Replay,
@@ -514,6 +514,7 @@ class Campaign:
         if (
             self.config.gradients
             and len(differentiable(group) & set(case.apis.values())) >= 2
+            and eligible(case.values, group)
             and self.rng.random() < self.config.gradients
         ):
             case = gradient_case(case, group, self.rng)

@@ -81,8 +81,9 @@ def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
     )
 
 
-# The share of cases that also check gradients when the gradient oracle is on.
-GRADIENT_SHARE = 0.25
+# The share of the cases that can check gradients (a differentiable group's floating, finite,
+# small inputs: xamt.oracle.gradient.eligible) that do, when the gradient oracle is on.
+GRADIENT_SHARE = 0.5
 ORACLES = ("values", "gradients")
 
 

@@ -307,16 +307,16 @@ def probed(values: Mapping[str, Any], probe: Probe) -> dict[str, Any]:
 
 
 def scalar(value: Any, seed: int) -> float:
-    """``<cotangent, value>`` over the floating leaves of a result, in float64 (NaN where a
-    leaf is not an array)."""
+    """``<cotangent, value>`` over the floating leaves of a result, in float64 (integer,
+    boolean and other leaves carry no derivative: jax's float0 tangents, indices)."""
     total = 0.0
     for k, leaf in enumerate(_leaves(value)):
         if isinstance(leaf, BFloat16):
             leaf = leaf.values
+        elif isinstance(leaf, float | np.floating):  # a 0-d result that came back a number
+            leaf = np.asarray(leaf, dtype=np.float64)
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
             total += float(np.sum(cotangent(leaf.shape, seed + k) * leaf.astype(np.float64)))
-        elif not isinstance(leaf, np.ndarray | int | np.integer):
-            return math.nan
     return total
 
 
@@ -388,6 +388,7 @@ class GradientBlame:
     confidence: str  # "reference" or "majority"
     detail: str
     question: str = ""
+    basis: str = ""  # what decides it, where the kind and confidence do not say
 
 
 def gradients_of(
@@ -436,7 +437,8 @@ def judge_gradients(
     smooth = not any(k.any() for k in kinks.values()) and (
         reference is None or all(d.smooth.all() for d in reference.values())
     )
-    modes = _modes(grads, outcomes, roles, dtype, seed) if smooth else {}
+    # (a symmetric input's two modes project a tangent that is not symmetric each their way)
+    modes = _modes(grads, outcomes, roles, dtype, seed) if smooth and not symmetric else {}
     if len(grads) < 2 or reference is None:
         return list(modes.values())
     if symmetric:
@@ -487,6 +489,10 @@ def _modes(
                 detail=(
                     f"gradient modes: {lib}'s forward mode gives the directional derivative "
                     f"{_num(forward)} where its reverse mode gives {_num(reverse)}"
+                ),
+                basis=(
+                    f"reference: {lib}'s own reverse mode: the forward mode's directional "
+                    f"derivative is {_num(forward)}, <J^T c, t> is {_num(reverse)}"
                 ),
             )
     return found
@@ -545,6 +551,7 @@ def _by_reference(
         pos = _worst(g[role], ref, backed)
         nonfinite = not np.isfinite(g[role][pos])
         witnesses = [o for o in grads if o != lib and agree[o][pos]]
+        each = ", ".join(f"{o} {_num(grads[o][role][pos])}" for o in grads if o != lib)
         blames[lib] = GradientBlame(
             library=lib,
             oracle="nonfinite" if nonfinite else "reference",
@@ -553,7 +560,7 @@ def _by_reference(
                 f"gradient: {lib}'s d/d{role} at {_where(pos)} is {_num(g[role][pos])} where "
                 f"the float64 finite difference is {_num(ref[pos])} "
                 f"({', '.join(witnesses)} agree; {int(backed.sum())} of {backed.size} "
-                "positions differ)"
+                f"positions differ; there: {each})"
             ),
         )
 
@@ -613,4 +620,7 @@ def _where(pos: tuple[int, ...]) -> str:
 
 
 def _num(x: Any) -> str:
-    return repr(float(x))
+    """A gradient value in its shortest round-trip form (float32 values as float32)."""
+    value = float(x)
+    short = repr(float(np.float32(value)))
+    return short if float(np.float32(short)) == value else repr(value)

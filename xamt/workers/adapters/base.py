@@ -16,6 +16,11 @@ import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16, cotangent
 
+# Why a gradient call has nothing to differentiate: no floating result (an index, a count, a
+# comparison), or none that the library's autodiff tracks (torch's output that does not require
+# grad: an operation it declares not differentiable).
+NOT_DIFFERENTIABLE = "the result is not differentiable: no floating result the autodiff tracks"
+
 
 class Unsupported(Exception):
     """The library cannot represent a value (a dtype it lacks): an outcome, not a failure."""

@@ -8,7 +8,15 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, argument, leaves, pin_threads, substituted
+from .base import (
+    NOT_DIFFERENTIABLE,
+    Adapter,
+    Unsupported,
+    argument,
+    leaves,
+    pin_threads,
+    substituted,
+)
 
 
 class JaxAdapter(Adapter):
@@ -73,9 +81,12 @@ class JaxAdapter(Adapter):
         out, pullback = self.lib.vjp(f, *[argument(args, kwargs, key) for key in wrt])
         tree = self.lib.tree_util
         flat, structure = tree.tree_flatten(out)
+        made = self.cotangents(leaves(flat), seed)
+        if all(c is None for c in made):
+            raise Unsupported(NOT_DIFFERENTIABLE)
         cots = [
             c if c is not None else self.lib.numpy.zeros_like(o)
-            for o, c in zip(flat, self.cotangents(leaves(flat), seed), strict=True)
+            for o, c in zip(flat, made, strict=True)
         ]
         # an integer result takes a float0 cotangent in jax: none of it flows back
         cots = [

@@ -8,7 +8,15 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, argument, leaves, pin_threads, substituted
+from .base import (
+    NOT_DIFFERENTIABLE,
+    Adapter,
+    Unsupported,
+    argument,
+    leaves,
+    pin_threads,
+    substituted,
+)
 
 
 class MindsporeAdapter(Adapter):
@@ -70,9 +78,12 @@ class MindsporeAdapter(Adapter):
 
         out, pullback = self.lib.vjp(f, *[argument(args, kwargs, key) for key in wrt])
         outs = leaves(out)
+        made = self.cotangents(outs, seed)
+        if all(c is None for c in made):
+            raise Unsupported(NOT_DIFFERENTIABLE)
         cots = [
             c if c is not None else self.lib.ops.zeros_like(o)
-            for o, c in zip(outs, self.cotangents(outs, seed), strict=True)
+            for o, c in zip(outs, made, strict=True)
         ]
         if isinstance(out, tuple | list):
             grads = pullback(type(out)(cots))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import BFloat16
-from .base import Adapter, argument, leaves, pin_threads
+from .base import NOT_DIFFERENTIABLE, Adapter, Unsupported, argument, leaves, pin_threads
 
 NUMPY_NAMESPACES = ("mxnet.np.", "mxnet.numpy.", "mxnet.npx.", "mx.np.", "mx.npx.")
 
@@ -88,7 +88,7 @@ class MxnetAdapter(Adapter):
             (o, c) for o, c in zip(outs, self.cotangents(outs, seed), strict=True) if c is not None
         ]
         if not pairs:
-            return [None] * len(inputs)
+            raise Unsupported(NOT_DIFFERENTIABLE)
         autograd.backward([o for o, _ in pairs], head_grads=[c for _, c in pairs])
         return [self.materialize(x.grad) for x in inputs]
 

@@ -8,7 +8,15 @@ from typing import Any
 import numpy as np
 
 from ..protocol import BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
-from .base import Adapter, argument, leaves, pin_threads, substituted
+from .base import (
+    NOT_DIFFERENTIABLE,
+    Adapter,
+    Unsupported,
+    argument,
+    leaves,
+    pin_threads,
+    substituted,
+)
 
 
 class PaddleAdapter(Adapter):
@@ -87,7 +95,7 @@ class PaddleAdapter(Adapter):
             if c is not None and not o.stop_gradient
         ]
         if not pairs:
-            return [None] * len(inputs)
+            raise Unsupported(NOT_DIFFERENTIABLE)
         grads = self.lib.grad(
             [o for o, _ in pairs], inputs, [c for _, c in pairs], allow_unused=True
         )

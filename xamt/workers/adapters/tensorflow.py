@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16
-from .base import Adapter, Unsupported, argument, leaves, pin_threads
+from .base import NOT_DIFFERENTIABLE, Adapter, Unsupported, argument, leaves, pin_threads
 
 
 class TensorflowAdapter(Adapter):
@@ -76,7 +76,7 @@ class TensorflowAdapter(Adapter):
             (o, c) for o, c in zip(outs, self.cotangents(outs, seed), strict=True) if c is not None
         ]
         if not pairs:
-            return [None] * len(inputs)
+            raise Unsupported(NOT_DIFFERENTIABLE)
         grads = tape.gradient([o for o, _ in pairs], inputs, output_gradients=[c for _, c in pairs])
         # a sparse gradient (an IndexedSlices of a gather) as the dense array it stands for
         return [self.lib.convert_to_tensor(g) if g is not None else None for g in grads]

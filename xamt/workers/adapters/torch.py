@@ -7,7 +7,15 @@ from typing import Any
 import numpy as np
 
 from ..protocol import DTYPE_NAMES, BFloat16, bf16_bits_to_f32, f32_to_bf16_bits
-from .base import Adapter, argument, leaves, pin_threads, substituted
+from .base import (
+    NOT_DIFFERENTIABLE,
+    Adapter,
+    Unsupported,
+    argument,
+    leaves,
+    pin_threads,
+    substituted,
+)
 
 
 class TorchAdapter(Adapter):
@@ -71,7 +79,7 @@ class TorchAdapter(Adapter):
             if c is not None and o.requires_grad
         ]
         if not pairs:
-            return [None] * len(inputs)
+            raise Unsupported(NOT_DIFFERENTIABLE)
         grads = self.lib.autograd.grad(
             [o for o, _ in pairs], inputs, [c for _, c in pairs], allow_unused=True
         )
