@@ -196,10 +196,11 @@ def eligible(values: Mapping[str, Any], group: Group, data: GradientData | None 
     arrays = [_array(values[r]) for r in roles]
     if not arrays or sum(a.size for a in arrays if a is not None) > MAX_ELEMENTS:
         return False
-    return all(
-        a is not None and a.size and np.isfinite(a).all() and np.abs(a).max() <= MAX_MAGNITUDE
-        for a in arrays
-    )
+    with np.errstate(all="ignore"):
+        return all(
+            a is not None and a.size and np.isfinite(a).all() and np.abs(a).max() <= MAX_MAGNITUDE
+            for a in arrays
+        )
 
 
 def grad_keys(member: Member, roles: Sequence[str]) -> tuple[str, ...]:
