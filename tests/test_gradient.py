@@ -375,3 +375,30 @@ def test_short_gradient_scripts_use_each_librarys_own_api() -> None:
         )
         is None
     )
+
+
+def test_no_derivative_is_judged_off_the_domain_or_below_the_value_tolerance() -> None:
+    from xamt.workers.protocol import tangent
+
+    values = {"x": np.array([0.5, -2.0], dtype=np.float32)}
+    g = np.array([0.25, -0.125])
+    # the forward value is NaN at -2 (log of a negative number): its forward mode's NaN is no
+    # departure from its reverse mode
+    nan_value = np.array([-0.69, np.nan], dtype=np.float32)
+    odd = dataclasses.replace(
+        outcome("tensorflow", g),
+        value=nan_value,
+        tangent=np.array([0.1, np.nan], dtype=np.float32),
+        tangent_status="ok",
+    )
+    assert judge_gradients("float32", values, ("x",), {"tensorflow": odd}, None, {}) == []
+    assert not gradient.finite_result((nan_value,)) and gradient.finite_result(np.zeros(2))
+    # a float32 gradient a rounding away from an exact 0 is within the value tolerance (1e-5)
+    ref = smooth_reference([0.0, 0.0])
+    near = {"mxnet": outcome("mxnet", [-8.94e-7, 0.0]), "torch": outcome("torch", [0.0, 0.0])}
+    assert judge_gradients("float32", values, ("x",), near, ref, {}) == []
+    far = {"mxnet": outcome("mxnet", [-3e-5, 0.0]), "torch": outcome("torch", [0.0, 0.0])}
+    assert [b.library for b in judge_gradients("float32", values, ("x",), far, ref, {})] == [
+        "mxnet"
+    ]
+    assert tangent((2,), 0).tolist() == [-0.625, 0.125]

@@ -506,8 +506,10 @@ def gradient_blames(
     roles = gradient.wrt_roles(case.values, group.roles)
     if record is None or not roles:
         return []
+    if reference is not None and not (reference.ok and gradient.finite_result(reference.value)):
+        return []  # outside the domain (or the reference failed): no derivative to judge
     derivative = None
-    if reference is not None and reference.status == "ok":
+    if reference is not None:
         base = gradient.scalar(reference.value, case.seed)
         if probes:
             at = [gradient.scalar(o.value, case.seed) if o.ok else math.nan for o in probes]

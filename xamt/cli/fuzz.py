@@ -156,10 +156,10 @@ def fuzz(
         str,
         typer.Option(
             help="Comma-separated oracles: values (always), gradients (each library's "
-            "vector-Jacobian product against a float64 finite difference, on half of the "
-            "cases whose inputs can be differentiated)."
+            "vector-Jacobian product against a float64 finite difference, on every case "
+            "whose inputs can be differentiated). --oracles values turns gradients off."
         ),
-    ] = "values",
+    ] = "values,gradients",
 ) -> None:
     """Fuzz the catalog's groups across libraries and write findings.json.
 
@@ -177,6 +177,11 @@ def fuzz(
     if unknown or not chosen_oracles:
         raise UsageError(
             f"--oracles: unknown {', '.join(unknown) or 'empty list'}; known: {', '.join(ORACLES)}"
+        )
+    if "values" not in chosen_oracles:
+        raise UsageError(
+            "--oracles: values always runs (gradients are judged where the values agree); "
+            "write --oracles values,gradients or --oracles values"
         )
     config = FuzzConfig(
         oracles=chosen_oracles,

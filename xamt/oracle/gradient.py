@@ -39,6 +39,7 @@ import numpy as np
 
 from xamt.catalog.model import ARRAY_ROLES, DL_ARRAY_ROLES, FAMILIES, CatalogError, Group, Member
 from xamt.inputs.values import round_to_bfloat16
+from xamt.tolerance import tolerance
 from xamt.types import Case, Outcome
 from xamt.workers.protocol import BFloat16, cotangent, tangent
 
@@ -59,9 +60,11 @@ KINK_DISTANCE = 1e-3
 # Gradients are compared relative to the largest reference magnitude of the input's gradient
 # (normwise): a derivative computed in the dtype loses about this much.
 RTOL = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 8e-2}
-# and absolutely, in units of the cotangent (whose numbers are 1/8 to 7/8): a few roundings
-# of the dtype, so that a derivative that is 0 in the reference may be a rounding error away
-ATOL = {"float64": 1e-13, "float32": 5e-7, "float16": 4e-3, "bfloat16": 3e-2}
+# and absolutely, in units of the cotangent (whose numbers are 1/8 to 7/8): the value oracle's
+# absolute tolerance (xamt.tolerance), since the backward carries the forward's rounding, which
+# that tolerance accepts, into the gradient (a log_softmax over one element: exactly 0 in the
+# reference, a rounding of exp and log in float32)
+ATOL = {name: tolerance(name)[1] for name in RTOL}
 FLOATING = tuple(RTOL)
 ORACLES = ("reference", "nonfinite", "kink", "modes")
 KINK_QUESTION = (
@@ -243,15 +246,18 @@ def away_from_kinks(array: np.ndarray, record: OpGradient) -> np.ndarray:
 
 
 def gradient_case(case: Case, group: Group, rng: np.random.Generator) -> Case:
-    """``case`` as a gradient case (``grad`` set) where it is :func:`eligible`, else as it is:
-    its differentiated inputs moved off the operation's declared kink points, then, in
-    :data:`KINK_SHARE` of the cases of an operation with kinks, one element put on a kink
-    (a kink point, or another element's value where ties are kinks)."""
+    """``case`` as a gradient case (``grad`` set) where it is :func:`eligible`, else as it is.
+    An ordinary case's differentiated inputs are moved off the operation's declared kink
+    points, then, in :data:`KINK_SHARE` of the cases of an operation with kinks, one element
+    is put on a kink (a kink point, or another element's value where ties are kinks); a
+    boundary case keeps its values (0, 1, the dtype's limits: often kinks themselves)."""
     record = shipped().of(group)
     if record is None or not eligible(case.values, group):
         return case
     values = dict(case.values)
     roles = wrt_roles(values, group.roles)
+    if case.value_class != "ordinary":  # boundary values stay where they are, kinks or not
+        return dataclasses.replace(case, grad=True)
     moved = {r: away_from_kinks(array_of(values[r]), record) for r in roles}
     if (record.kinks or record.ties) and rng.random() < KINK_SHARE:
         role = roles[int(rng.integers(len(roles)))]
@@ -319,6 +325,21 @@ def scalar(value: Any, seed: int) -> float:
         if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
             total += float(np.sum(cotangent(leaf.shape, seed + k) * leaf.astype(np.float64)))
     return total
+
+
+def finite_result(value: Any) -> bool:
+    """Whether every floating leaf of a result is finite: a derivative exists only where the
+    function's value does (log of a negative number has none to compare)."""
+    for leaf in _leaves(value):
+        if isinstance(leaf, BFloat16):
+            leaf = leaf.values
+        if isinstance(leaf, float | np.floating) and not math.isfinite(leaf):
+            return False
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc":
+            with np.errstate(all="ignore"):
+                if not np.isfinite(leaf).all():
+                    return False
+    return True
 
 
 def _leaves(value: Any) -> Iterator[Any]:
@@ -472,7 +493,7 @@ def _modes(
     found = {}
     for lib, g in grads.items():
         o = outcomes[lib]
-        if o.tangent_status != "ok":
+        if o.tangent_status != "ok" or not finite_result(o.value):
             continue
         forward = scalar(o.tangent, seed)
         terms = [g[r] * tangent(g[r].shape, seed + k) for k, r in enumerate(roles)]
