@@ -402,3 +402,25 @@ def test_no_derivative_is_judged_off_the_domain_or_below_the_value_tolerance() -
         "mxnet"
     ]
     assert tangent((2,), 0).tolist() == [-0.625, 0.125]
+
+
+def test_no_gradient_is_judged_where_the_value_overflowed_nor_modes_in_low_precision() -> None:
+    values = {"x": np.array([0.3, 0.7], dtype=np.float16)}
+    ref = smooth_reference([0.5, 0.25])
+    overflowed = dataclasses.replace(
+        outcome("mindspore", [-np.inf, np.nan]), value=np.array([np.inf], dtype=np.float16)
+    )
+    outcomes = {
+        "mindspore": overflowed,
+        "torch": outcome("torch", [0.5, 0.25]),
+        "jax": outcome("jax", [0.5, 0.25]),
+    }
+    assert judge_gradients("float16", values, ("x",), outcomes, ref, {}) == []
+    # the forward mode of a bfloat16 case is not compared with its reverse mode
+    wrong = dataclasses.replace(
+        outcome("torch", [0.5, 0.25]), tangent=np.array([9.0, 9.0]), tangent_status="ok"
+    )
+    assert judge_gradients("bfloat16", values, ("x",), {"torch": wrong}, ref, {}) == []
+    assert [
+        b.oracle for b in judge_gradients("float32", values, ("x",), {"torch": wrong}, ref, {})
+    ] == ["modes"]

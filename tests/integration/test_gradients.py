@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,7 @@ import pytest
 from xamt.catalog.bind import bind
 from xamt.catalog.gradients import differentiable
 from xamt.catalog.model import load
-from xamt.oracle.gradient import grad_keys
+from xamt.oracle.gradient import ORACLES, grad_keys
 from xamt.replay import Replay, classify_blame, default_known
 from xamt.triage.grad_repro import gradient_script
 from xamt.types import Call, Case
@@ -168,3 +170,50 @@ def test_the_short_gradient_scripts_run_alone(
         assert out.grad is not None and len(printed) == 2
         for (_, shown), g in zip(printed, out.grad, strict=True):
             np.testing.assert_array_equal(np.array(ast.literal_eval(shown)), g)
+
+
+def test_a_campaign_finds_prods_nan_gradient_at_zero_and_keys_it_by_oracle(
+    tmp_path: Path,
+) -> None:
+    """A short campaign on prod (gradients on by default): paddle's and mxnet's backward
+    divide the product by each input, NaN at an input 0 (a reviewed bug, tests/data L520,
+    L521); triage keeps the gradient findings' oracle as their trigger."""
+    out = tmp_path / "run"
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xamt",
+            "fuzz",
+            "--group",
+            "^prod$",
+            "--libs",
+            "numpy,torch,paddle,mxnet",
+            "--budget",
+            "240",
+            "--seed",
+            "3",
+            "--reproduce",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    document = json.loads((out / "findings.json").read_text())
+    assert document["campaign"]["oracles"] == ["values", "gradients"]
+    assert document["campaign"]["gradients"]["cases"] > 0
+    grads = [f for f in document["findings"] if f["kind"] == "gradient"]
+    assert grads and all(f["trigger"] in ORACLES for f in grads)
+    blamed = [
+        f
+        for f in grads
+        if f["library"] in ("paddle", "mxnet") and f["classification"] == "suspected-bug"
+    ]
+    assert blamed, [f["key"] for f in grads]
+    # the short repro differentiates with the library's own autodiff
+    script = (out / blamed[0]["repro"][blamed[0]["library"]]).read_text()
+    assert "paddle.grad(" in script or ".backward(" in script

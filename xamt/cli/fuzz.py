@@ -156,8 +156,8 @@ def fuzz(
         str,
         typer.Option(
             help="Comma-separated oracles: values (always), gradients (each library's "
-            "vector-Jacobian product against a float64 finite difference, on every case "
-            "whose inputs can be differentiated). --oracles values turns gradients off."
+            "vector-Jacobian product against a float64 finite difference, on half of the "
+            "cases whose inputs can be differentiated). --oracles values turns gradients off."
         ),
     ] = "values,gradients",
 ) -> None:

@@ -83,8 +83,9 @@ def plan(total: Budget, started: float, triage_budget: float | None) -> Plan:
 
 # The share of the cases that can check gradients (a differentiable group's floating, finite,
 # small inputs: xamt.oracle.gradient.eligible) that do, when the gradient oracle is on (the
-# default: measured with bench/gradient_cost.py, it costs no measurable rate).
-GRADIENT_SHARE = 1.0
+# default). Each costs a vector-Jacobian and a Jacobian-vector product per library and four
+# float64 reference calls per input element: bench/gradient_cost.py measures the rate.
+GRADIENT_SHARE = 0.5
 ORACLES = ("values", "gradients")
 
 

@@ -47,7 +47,7 @@ GRADIENTS_PATH = Path(__file__).resolve().parent.parent / "catalog" / "data" / "
 # Relative steps of the two central differences (times max(1, |x|)).
 STEPS = (1e-5, 1e-6)
 # The most array elements one gradient case differentiates (each costs four reference calls).
-MAX_ELEMENTS = 48
+MAX_ELEMENTS = 16
 # The share of an operation-with-kinks' gradient cases that put one element on a kink.
 KINK_SHARE = 0.25
 # The largest input magnitude a gradient case differentiates: beyond it a step of 1e-6
@@ -66,6 +66,8 @@ RTOL = {"float64": 1e-6, "float32": 1e-3, "float16": 2e-2, "bfloat16": 8e-2}
 # reference, a rounding of exp and log in float32)
 ATOL = {name: tolerance(name)[1] for name in RTOL}
 FLOATING = tuple(RTOL)
+# The dtypes whose forward and reverse modes are compared (see judge_gradients).
+MODES_DTYPES = ("float32", "float64")
 ORACLES = ("reference", "nonfinite", "kink", "modes")
 KINK_QUESTION = (
     "The derivative at a point where the operation is not differentiable (a kink): any "
@@ -451,16 +453,22 @@ def judge_gradients(
     positions, and against each other at kinks (declared ``kinks`` per role, or where the
     reference is not smooth); off every kink, each library's forward mode against its own
     reverse mode (``seed``: the case's, which made the cotangent and the tangents)."""
+    # a library whose own value overflowed or is NaN has no derivative to judge there
     grads = {
         lib: g
         for lib, o in outcomes.items()
-        if lib not in skip and (g := gradients_of(o, roles, values)) is not None
+        if lib not in skip
+        and finite_result(o.value)
+        and (g := gradients_of(o, roles, values)) is not None
     }
     smooth = not any(k.any() for k in kinks.values()) and (
         reference is None or all(d.smooth.all() for d in reference.values())
     )
-    # (a symmetric input's two modes project a tangent that is not symmetric each their way)
-    modes = _modes(grads, outcomes, roles, dtype, seed) if smooth and not symmetric else {}
+    # (a symmetric input's two modes project a tangent that is not symmetric each their way;
+    # in float16 and bfloat16 the two modes' sums cancel differently beyond any tolerance the
+    # check could know without the Jacobian's magnitudes: |c|^T |J| |t| bounds the rounding)
+    judge_modes = smooth and not symmetric and dtype in MODES_DTYPES
+    modes = _modes(grads, outcomes, roles, dtype, seed) if judge_modes else {}
     if len(grads) < 2 or reference is None:
         return list(modes.values())
     if symmetric:

@@ -86,19 +86,21 @@ def gradient_script(
     names: dict[str, str] = {}
     lines_in: list[str] = []
     args = []
+    # an in-place variant writes to its input: it gets a copy of the differentiated leaf
+    copy = ".clone()" if call.api.endswith("_") and library in ("torch", "paddle") else ""
     for i, a in enumerate(call.args):
         code = r.value(a)
         if str(i) in keys:
             names[str(i)] = f"x{i}"
             lines_in.append(f"x{i} = {code}")
-            code = f"x{i}"
+            code = f"x{i}{copy}"
         args.append(code)
     for k, v in call.kwargs.items():
         code = r.value(v)
         if k in keys:
             names[k] = k
             lines_in.append(f"{k} = {code}")
-            code = k
+            code = f"{k}{copy}"
         args.append(f"{k}={code}")
     wrt = ", ".join(names[k] for k in keys)
     lines = [

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from xamt.catalog.model import ARRAY_ROLES, Group
 from xamt.catalog.shared import shared_code
-from xamt.findings import Finding, KnownRef, Minimization, decode_case
+from xamt.findings import GRADIENT, Finding, KnownRef, Minimization, decode_case
 from xamt.known import KnownDifference
 from xamt.oracle.signature import normalize_message, signature_of
 from xamt.outcomes import outcome_summary
@@ -422,7 +422,9 @@ def triage(
             continue
         f, group = s.finding, groups[s.finding.group]
         rerun = rerun_of.get(i)
-        if i in trigger_at:
+        if f.kind == GRADIENT:
+            trigger = f.trigger  # a gradient finding's trigger is its oracle, not an input class
+        elif i in trigger_at:
             trigger = trigger_at[i]
         elif f.kind == "hang":
             trigger = hang_trigger(f.input_classes)
