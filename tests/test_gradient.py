@@ -416,6 +416,10 @@ def test_no_gradient_is_judged_where_the_value_overflowed_nor_modes_in_low_preci
         "jax": outcome("jax", [0.5, 0.25]),
     }
     assert judge_gradients("float16", values, ("x",), outcomes, ref, {}) == []
+    # infinite where the reference's value is finite: an overflow; NaN is no overflow
+    assert gradient.overflowed(np.array([np.inf]), np.array([5.7e8]))
+    assert not gradient.overflowed(np.array([np.inf]), np.array([np.inf]))
+    assert not gradient.overflowed(np.array([np.nan, 1.0]), np.array([1.0, 1.0]))
     # the forward mode of a bfloat16 case is not compared with its reverse mode
     wrong = dataclasses.replace(
         outcome("torch", [0.5, 0.25]), tangent=np.array([9.0, 9.0]), tangent_status="ok"

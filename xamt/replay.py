@@ -539,6 +539,7 @@ def gradient_blames(
         frozenset(skip),
         symmetric=record.symmetric,
         seed=case.seed,
+        forward=reference.value if reference is not None else None,
     )
     return [
         (

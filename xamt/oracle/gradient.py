@@ -344,6 +344,34 @@ def finite_result(value: Any) -> bool:
     return True
 
 
+def overflowed(value: Any, reference: Any) -> bool:
+    """Whether a floating leaf of a library's result is infinite where the reference's is
+    finite (anywhere infinite, without a reference): an overflow in the tested dtype."""
+    mine = [_floats(leaf) for leaf in _leaves(value)]
+    theirs = [_floats(leaf) for leaf in _leaves(reference)] if reference is not None else []
+    for k, a in enumerate(mine):
+        if a is None:
+            continue
+        with np.errstate(all="ignore"):
+            inf = np.isinf(a)
+            if not inf.any():
+                continue
+            b = theirs[k] if k < len(theirs) else None
+            if b is None or b.shape != a.shape or (inf & np.isfinite(b)).any():
+                return True
+    return False
+
+
+def _floats(leaf: Any) -> np.ndarray | None:
+    if isinstance(leaf, BFloat16):
+        return leaf.values
+    if isinstance(leaf, float | np.floating):
+        return np.asarray(leaf, dtype=np.float64)
+    if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
+        return leaf
+    return None
+
+
 def _leaves(value: Any) -> Iterator[Any]:
     if isinstance(value, tuple | list):
         for item in value:
@@ -447,18 +475,21 @@ def judge_gradients(
     skip: frozenset[str] = frozenset(),
     symmetric: bool = False,
     seed: int = 0,
+    forward: Any = None,
 ) -> list[GradientBlame]:
     """Judge one gradient case: the libraries ``outcomes`` names but ``skip`` (those whose
     values the value oracle blamed) against the finite-difference ``reference`` at smooth
     positions, and against each other at kinks (declared ``kinks`` per role, or where the
     reference is not smooth); off every kink, each library's forward mode against its own
-    reverse mode (``seed``: the case's, which made the cotangent and the tangents)."""
-    # a library whose own value overflowed or is NaN has no derivative to judge there
+    reverse mode (``seed``: the case's, which made the cotangent and the tangents;
+    ``forward``: the reference's value, to tell a library's overflow)."""
+    # a library whose value overflowed in the dtype has no derivative a float64 difference
+    # can judge (the backward's intermediate terms overflow too)
     grads = {
         lib: g
         for lib, o in outcomes.items()
         if lib not in skip
-        and finite_result(o.value)
+        and not overflowed(o.value, forward)
         and (g := gradients_of(o, roles, values)) is not None
     }
     smooth = not any(k.any() for k in kinks.values()) and (
