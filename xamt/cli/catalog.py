@@ -83,6 +83,10 @@ def catalog_build(
         f"wrote {target}: {stats['groups']} groups, {stats['matched_apis']} APIs, "
         f"{time.monotonic() - started:.0f} s"
     )
+    check = "xamt catalog gradients"
+    if out_path is not None:
+        check += f" --catalog {target} --out {target.with_name('gradient_members.json')}"
+    say(f"the members' gradients are checked apart: run `{check}` (about 8 minutes)")
 
 
 @app.command("stats")
