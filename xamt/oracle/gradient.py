@@ -639,8 +639,7 @@ def _at_kinks(
     for lib, g in grads.items():
         for members in classes:
             first = grads[members[0]][role]
-            scale = float(np.max(np.abs(np.where(np.isfinite(first), first, 0)))) + 1e-300
-            if _close(g[role], first, tol, scale)[at_kink].all():
+            if _close(g[role], first, tol, _largest(first))[at_kink].all():
                 members.append(lib)
                 break
         else:
@@ -655,8 +654,7 @@ def _at_kinks(
             if lib in blames:
                 continue
             mine = grads[lib][role]
-            scale = float(np.max(np.abs(np.where(np.isfinite(ref), ref, 0)))) + 1e-300
-            pos = _worst(mine, ref, at_kink & ~_close(mine, ref, tol, scale))
+            pos = _worst(mine, ref, at_kink & ~_close(mine, ref, tol, _largest(ref)))
             blames[lib] = GradientBlame(
                 library=lib,
                 oracle="kink",
@@ -667,6 +665,11 @@ def _at_kinks(
                 ),
                 question=KINK_QUESTION,
             )
+
+
+def _largest(g: np.ndarray) -> float:
+    """A gradient's largest finite magnitude (the normwise scale; never 0)."""
+    return float(np.max(np.abs(np.where(np.isfinite(g), g, 0)), initial=0.0)) + 1e-300
 
 
 def _worst(g: np.ndarray, ref: np.ndarray, where: np.ndarray) -> tuple[int, ...]:

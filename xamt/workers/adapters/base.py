@@ -141,6 +141,23 @@ class Adapter:
         result is structured. Libraries without forward mode raise :class:`Unsupported`."""
         raise Unsupported(f"{self.name}: no forward-mode differentiation in xamt's adapter")
 
+    def functional_jvp(
+        self,
+        jvp: Any,
+        fn: Any,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        wrt: list[str],
+        tangents: list[Any],
+        copy: Any = None,
+    ) -> Any:
+        """:meth:`jvp` through a library's functional ``jvp(f, primals, tangents)`` (jax,
+        torch.func, mindspore): the result's tangent."""
+        primals = [argument(args, kwargs, key) for key in wrt]
+        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
+        _, out = jvp(differentiated(fn, args, kwargs, wrt, copy), tuple(primals), tuple(ts))
+        return out
+
     def cotangents(self, outs: list[Any], seed: int) -> list[Any]:
         """The native cotangent of each result leaf (None for a leaf that is not a floating
         tensor of the library: an integer index, a Python number)."""
@@ -188,6 +205,19 @@ def substituted(
         else:
             new_kwargs[key] = value
     return new_args, new_kwargs
+
+
+def differentiated(
+    fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], copy: Any = None
+) -> Any:
+    """``fn`` as a function of the arguments ``wrt`` names, the others fixed (``copy``: what
+    each differentiated argument goes through first, a clone for an in-place variant)."""
+
+    def f(*xs: Any) -> Any:
+        a, k = substituted(args, kwargs, wrt, [copy(x) for x in xs] if copy else list(xs))
+        return fn(*a, **k)
+
+    return f
 
 
 def leaves(out: Any) -> list[Any]:

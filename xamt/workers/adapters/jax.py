@@ -13,9 +13,9 @@ from .base import (
     Adapter,
     Unsupported,
     argument,
+    differentiated,
     leaves,
     pin_threads,
-    substituted,
 )
 
 
@@ -74,10 +74,7 @@ class JaxAdapter(Adapter):
     def vjp(
         self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
     ) -> list[Any]:
-        def f(*xs: Any) -> Any:
-            a, k = substituted(args, kwargs, wrt, xs)
-            return fn(*a, **k)
-
+        f = differentiated(fn, args, kwargs, wrt)
         out, pullback = self.lib.vjp(f, *[argument(args, kwargs, key) for key in wrt])
         tree = self.lib.tree_util
         flat, structure = tree.tree_flatten(out)
@@ -98,14 +95,7 @@ class JaxAdapter(Adapter):
     def jvp(
         self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
     ) -> Any:
-        def f(*xs: Any) -> Any:
-            a, k = substituted(args, kwargs, wrt, xs)
-            return fn(*a, **k)
-
-        primals = [argument(args, kwargs, key) for key in wrt]
-        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
-        _, out = self.lib.jvp(f, tuple(primals), tuple(ts))
-        return out
+        return self.functional_jvp(self.lib.jvp, fn, args, kwargs, wrt, tangents)
 
     def materialize(self, out: Any) -> Any:
         # Dispatch is asynchronous: errors (and the real cost) surface only when blocked on.

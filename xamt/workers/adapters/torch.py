@@ -88,15 +88,9 @@ class TorchAdapter(Adapter):
     def jvp(
         self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], tangents: list[Any]
     ) -> Any:
-        primals = [argument(args, kwargs, key) for key in wrt]
-
-        def f(*xs: Any) -> Any:
-            a, k = substituted(args, kwargs, wrt, [x.clone() for x in xs])
-            return fn(*a, **k)
-
-        ts = [self.like(t, x) for t, x in zip(tangents, primals, strict=True)]
-        _, out = self.lib.func.jvp(f, tuple(primals), tuple(ts))
-        return out
+        return self.functional_jvp(
+            self.lib.func.jvp, fn, args, kwargs, wrt, tangents, copy=lambda x: x.clone()
+        )
 
 
 ADAPTER = TorchAdapter
