@@ -169,6 +169,13 @@ class Finding:
     minimization: Minimization | None = None
     known_difference: KnownRef | None = None
     repro: dict[str, str] = field(default_factory=dict)
+    # the short repro in the blamed library's own idiom (inline inputs, the one call, expected
+    # against actual as a failing assertion), a path relative to the folder of findings.json;
+    # "" when none was written
+    short_repro: str = ""
+    # a confident match in the blamed library's upstream tracker (same callable, same symptom):
+    # the URL; "" when none was found or no search ran
+    upstream: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     verifications: tuple[Verification, ...] = ()
     consecutive_misses: int = 0
@@ -235,6 +242,8 @@ def to_json(f: Finding) -> dict[str, Any]:
         if f.known_difference is None
         else dataclasses.asdict(f.known_difference),
         "repro": dict(f.repro),
+        "short_repro": f.short_repro,
+        "upstream": f.upstream,
         "versions": dict(f.versions),
         "verifications": [dataclasses.asdict(v) for v in f.verifications],
         "consecutive_misses": f.consecutive_misses,
@@ -372,6 +381,8 @@ def _from_checked(raw: Any, where: str) -> Finding:
         minimization=mini,
         known_difference=known_ref,
         repro=r.str_map("repro"),
+        short_repro=r.text("short_repro", ""),
+        upstream=r.text("upstream", ""),
         versions=r.str_map("versions"),
         verifications=verifications,
         consecutive_misses=r.integer("consecutive_misses", 0),
