@@ -176,6 +176,9 @@ class Finding:
     # a confident match in the blamed library's upstream tracker (same callable, same symptom):
     # the URL; "" when none was found or no search ran
     upstream: str = ""
+    # why the finding is held back from filing (e.g. its short repro, run standalone in a fresh
+    # process of the blamed library's environment, did not show the departure); "" when fileable
+    held_back: str = ""
     versions: dict[str, str] = field(default_factory=dict)
     verifications: tuple[Verification, ...] = ()
     consecutive_misses: int = 0
@@ -244,6 +247,7 @@ def to_json(f: Finding) -> dict[str, Any]:
         "repro": dict(f.repro),
         "short_repro": f.short_repro,
         "upstream": f.upstream,
+        "held_back": f.held_back,
         "versions": dict(f.versions),
         "verifications": [dataclasses.asdict(v) for v in f.verifications],
         "consecutive_misses": f.consecutive_misses,
@@ -383,6 +387,7 @@ def _from_checked(raw: Any, where: str) -> Finding:
         repro=r.str_map("repro"),
         short_repro=r.text("short_repro", ""),
         upstream=r.text("upstream", ""),
+        held_back=r.text("held_back", ""),
         versions=r.str_map("versions"),
         verifications=verifications,
         consecutive_misses=r.integer("consecutive_misses", 0),
