@@ -17,12 +17,21 @@ What it does like GitHub, for these endpoints:
   get, create; 422 when one exists);
 - ``GET /search/issues`` (quoted phrases and words, ``repo:``, ``is:issue``, ``is:open``,
   ``is:closed``, ``in:title``/``in:body``, ``label:``, ``-label:``), optionally lagging
-  behind writes;
+  behind writes, across every repository the user can see (add upstream repositories with
+  :meth:`FakeGitHub.add_repo`, e.g. ``add_repo("pytorch/pytorch", "read", private=False)``,
+  and their issues with :meth:`FakeGitHub.add_issue`); ``total_count``,
+  ``incomplete_results`` (set :attr:`FakeGitHub.search_incomplete`), pages with a ``Link``
+  header; a ``repo:`` qualifier naming a repository the user cannot see is a 422 ("The
+  listed users and repositories cannot be searched"), as on GitHub;
 - authentication: ``Authorization: token T`` or ``Bearer T``; a wrong or missing token is a
   401 ``Bad credentials``; a repository the user cannot see is a 404; a write without push
   permission is a 403; bodies over 65536 characters are a 422;
 - rate-limit headers on every answer, and a per-hour budget (``rate_limit``): past it, the
-  primary limit answer (403, ``x-ratelimit-remaining: 0``, ``x-ratelimit-reset``).
+  primary limit answer (403, ``x-ratelimit-remaining: 0``, ``x-ratelimit-reset``);
+- the ``search`` resource's own budget, as on GitHub: ``search_limit`` requests (30 for an
+  authenticated user) per minute, counted apart from the core budget, with its own headers
+  (``x-ratelimit-resource: search``); past it the same 403 answer until the minute is over.
+  Time is :attr:`FakeGitHub.clock` (``time.time`` unless a test gives a clock it moves).
 
 Faults, injected from a test with :meth:`FakeGitHub.inject` (matching method and path regex,
 after ``skip`` matching requests, ``times`` times): ``"error"`` (answer ``status`` with
@@ -152,6 +161,8 @@ class FakeGitHub:
         max_per_page: int = 100,
         rate_limit: int = 5000,
         search_lag: float = 0.0,
+        search_limit: int = 30,
+        clock: Any = None,
     ) -> None:
         self.token = token
         self.login = login
@@ -161,6 +172,14 @@ class FakeGitHub:
         self.rate_used = 0
         self.rate_reset = int(time.time()) + 3600
         self.search_lag = search_lag
+        self.clock = clock or time.time
+        self.search_limit = search_limit
+        self.search_used = 0
+        self.search_reset = int(self.clock()) + 60
+        self.search_incomplete = False
+        # Pages of repositories, issues and comments are on github.com, as on GitHub (the API
+        # is elsewhere: base_url).
+        self.html_root = "https://github.com"
         self.log: list[Logged] = []
         self.faults: list[Fault] = []
         self._lock = threading.RLock()
@@ -349,7 +368,7 @@ class FakeGitHub:
             "full_name": r.full_name,
             "private": r.private,
             "owner": {**self._user_json(r.owner), "type": "Organization"},
-            "html_url": f"{self.root}/{r.full_name}",
+            "html_url": f"{self.html_root}/{r.full_name}",
             "description": "a repository of the fake GitHub",
             "fork": False,
             "url": api,
@@ -405,7 +424,7 @@ class FakeGitHub:
             "labels_url": url + "/labels{/name}",
             "comments_url": url + "/comments",
             "events_url": url + "/events",
-            "html_url": f"{self.root}/{r.full_name}/issues/{n}",
+            "html_url": f"{self.html_root}/{r.full_name}/issues/{n}",
             "id": issue["id"],
             "node_id": "I_" + base64.b64encode(f"Issue{issue['id']}".encode()).decode(),
             "number": n,
@@ -448,7 +467,8 @@ class FakeGitHub:
         api = f"{self.base_url}/repos/{r.full_name}"
         return {
             "url": f"{api}/issues/comments/{comment['id']}",
-            "html_url": f"{self.root}/{r.full_name}/issues/{number}#issuecomment-{comment['id']}",
+            "html_url": f"{self.html_root}/{r.full_name}/issues/{number}"
+            f"#issuecomment-{comment['id']}",
             "issue_url": f"{api}/issues/{number}",
             "id": comment["id"],
             "node_id": "IC_" + str(comment["id"]),
@@ -506,6 +526,14 @@ class FakeGitHub:
         )
 
     def _rate_headers(self, resource: str) -> dict[str, str]:
+        if resource == "search":
+            return {
+                "x-ratelimit-limit": str(self.search_limit),
+                "x-ratelimit-remaining": str(max(self.search_limit - self.search_used, 0)),
+                "x-ratelimit-reset": str(self.search_reset),
+                "x-ratelimit-used": str(self.search_used),
+                "x-ratelimit-resource": resource,
+            }
         return {
             "x-ratelimit-limit": str(self.rate_limit),
             "x-ratelimit-remaining": str(max(self.rate_limit - self.rate_used, 0)),
@@ -513,6 +541,18 @@ class FakeGitHub:
             "x-ratelimit-used": str(self.rate_used),
             "x-ratelimit-resource": resource,
         }
+
+    def _count(self, resource: str) -> bool:
+        """Count one request against its resource's budget; True when past it."""
+        if resource == "search":
+            now = self.clock()
+            if now >= self.search_reset:
+                self.search_used = 0
+                self.search_reset = int(now) + 60
+            self.search_used += 1
+            return self.search_used > self.search_limit
+        self.rate_used += 1
+        return self.rate_used > self.rate_limit
 
     def _fault_for(self, method: str, path: str) -> Fault | None:
         for fault in self.faults:
@@ -554,7 +594,13 @@ class FakeGitHub:
                 "reset": self.rate_reset,
                 "used": self.rate_used,
             }
-            return 200, {"resources": {"core": core, "search": core}, "rate": core}, {}
+            search = {
+                "limit": self.search_limit,
+                "remaining": max(self.search_limit - self.search_used, 0),
+                "reset": self.search_reset,
+                "used": self.search_used,
+            }
+            return 200, {"resources": {"core": core, "search": search}, "rate": core}, {}
         if route == "/search/issues" and method == "GET":
             return self._search(query)
         match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", route) or re.fullmatch(
@@ -770,6 +816,23 @@ class FakeGitHub:
             else:
                 terms.append(word.lower())
         fields = quals.get("in", ["title,body"])[0].split(",")
+        for name in quals.get("repo", []):
+            known = self._repos.get(name.lower())
+            if known is None or known.permission == "none":
+                raise _error(
+                    422,
+                    "Validation Failed",
+                    errors=[
+                        {
+                            "message": "The listed users and repositories cannot be searched "
+                            "either because the resources do not exist or you do not have "
+                            "permission to view them.",
+                            "resource": "Search",
+                            "field": "q",
+                            "code": "invalid",
+                        }
+                    ],
+                )
         now = time.time()
         hits: list[dict[str, Any]] = []
         for r in self._repos.values():
@@ -795,7 +858,11 @@ class FakeGitHub:
                     hits.append({**self._issue_json(r, issue), "score": 1.0})
         per_page, page = self._paging(query)
         chunk = hits[(page - 1) * per_page : page * per_page]
-        body = {"total_count": len(hits), "incomplete_results": False, "items": chunk}
+        body = {
+            "total_count": len(hits),
+            "incomplete_results": self.search_incomplete,
+            "items": chunk,
+        }
         headers = self._links(f"{self.prefix}/search/issues", query, page, per_page, len(hits))
         return 200, body, headers
 
@@ -912,9 +979,8 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 fake.log.append(logged)
                 fault = fake._fault_for(method, split.path)
                 logged.fault = fault.kind if fault else None
-                fake.rate_used += 1
+                over = fake._count(resource)
                 rate = fake._rate_headers(resource)
-                over = fake.rate_used > fake.rate_limit
             if fault is not None and fault.kind == "drop":
                 return self._drop()
             if fault is not None and fault.kind == "error":
@@ -947,7 +1013,10 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         def _rate_limited(self, fault: Fault | None, logged: Logged, rate: dict[str, str]) -> None:
             kind = fault.kind if fault is not None else "rate-primary"
             if kind == "rate-primary":
-                reset = int(time.time()) + (fault.reset_in if fault else 2)
+                if fault is None and rate.get("x-ratelimit-resource") == "search":
+                    reset = int(rate["x-ratelimit-reset"])
+                else:
+                    reset = int(time.time()) + (fault.reset_in if fault else 2)
                 logged.status = 403
                 return self._send(
                     403,

@@ -9,6 +9,7 @@ findings.json``): suspected bugs of every severity, documented differences and a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -16,11 +17,13 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import typer
@@ -28,8 +31,9 @@ from fakegithub import FakeGitHub
 from typer.testing import CliRunner
 
 from xamt.cli import app as xamt_app
+from xamt.errors import UsageError
 from xamt.findings import Document, Finding, Verification, dumps_document, load_document
-from xamt.report import commands, github
+from xamt.report import commands, github, trackers
 from xamt.report.github import (
     GitHubUnavailable,
     IssueSnapshot,
@@ -283,7 +287,7 @@ def test_first_run_files_each_finding_once(fake: FakeGitHub, tmp_path: Path) -> 
         {lab["name"] for lab in i["labels"]} == {"xamt", "suspected-bug"} for i in issues.values()
     )
     assert crash["title"] == "[xamt] jax.tri crashes (SIGABRT) on ordinary input"
-    assert crash["body"].startswith("**jax** · `jax.tri` · crash")
+    assert crash["body"].startswith("**jax.tri crashes (SIGABRT) on ordinary input**")
     assert state_of(crash["body"]).occurrences == 1
     assert set(fake.labels(REPO)) == {"xamt", "suspected-bug"}
     plan_doc = json.loads(result.plan_path.read_text())
@@ -786,3 +790,296 @@ def test_request_counts_stay_small(fake: FakeGitHub, tmp_path: Path) -> None:
     assert calls[("PATCH", "/issues/N")] == issues
     assert calls[("GET", "/issues/N")] == 0  # listings carry every field PyGithub reads
     assert not any("search" in path for _, path in calls)
+
+
+# -- upstream trackers, the upstream check, https only ----------------------------------------
+
+
+class Clock:
+    """A clock the fake and the filer share: sleeping moves it, so a rate limit's minute passes
+    at once."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+        self.waits: list[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+def blamed_on(f: Finding, library: str, api: str, *, kind: str | None = None) -> Finding:
+    """``f`` as a finding of ``library`` (its callable ``api``), with its own signature."""
+    old = f.library
+    outputs = {library if k == old else k: v for k, v in f.outputs.items()}
+    apis = {library if k == old else k: v for k, v in f.apis.items()}
+    apis[library] = api
+    sig = hashlib.sha256(f"{library}/{api}/{kind or f.kind}".encode()).hexdigest()[:16]
+    return f.replace(
+        library=library,
+        callable=f"{library}.{api.rsplit('.', 1)[-1]}",
+        apis=apis,
+        outputs=outputs,
+        signature=sig,
+        key=f"{f.family}/{library}/{api}",
+        kind=kind or f.kind,
+        repro={},
+    )
+
+
+def argsort(doc: Document) -> Finding:
+    return next(f for f in doc.findings if f.callable == "torch.argsort")
+
+
+ROUTES = [
+    ("numpy", "numpy.argsort", "numpy/numpy"),
+    ("torch", "torch.argsort", "pytorch/pytorch"),
+    ("tensorflow", "tensorflow.argsort", "tensorflow/tensorflow"),
+    ("tensorflow", "tensorflow.keras.ops.argsort", "keras-team/keras"),
+    ("jax", "jax.numpy.argsort", "jax-ml/jax"),
+    ("paddle", "paddle.argsort", "PaddlePaddle/Paddle"),
+    ("mindspore", "mindspore.ops.argsort", "gitee (mindspore)"),
+    ("mxnet", "mxnet.np.argsort", "retired (mxnet)"),
+]
+
+
+def routed_doc() -> Document:
+    doc = campaign()
+    base = argsort(doc)
+    return with_findings(doc, [blamed_on(base, lib, api) for lib, api, _ in ROUTES])
+
+
+def test_each_library_goes_to_its_own_tracker() -> None:
+    doc = routed_doc()
+    for f, (_, _, label) in zip(doc.findings, ROUTES, strict=True):
+        tracker = trackers.tracker_for(f)
+        assert tracker is not None and tracker.label == label, (f.apis, label)
+    p = plan(doc, [], run="R")
+    got = {a.tracker: a.action for a in p.actions}
+    assert got["retired (mxnet)"] == "retired"
+    assert {t for t, a in got.items() if a == "create"} == {label for *_, label in ROUTES[:-1]}
+    assert p.by_tracker()["keras-team/keras"] == {"create": 1}
+    assert p.by_tracker()["retired (mxnet)"] == {"retired": 1}
+
+
+def test_the_trackers_file_is_checked() -> None:
+    data = tomllib.loads(trackers.TRACKERS_FILE.read_text(encoding="utf-8"))
+    for tracker in data["trackers"].values():
+        assert tracker["reason"] and tracker["link"].startswith("https://")
+    bad = {**data, "trackers": {**data["trackers"], "x": {**data["trackers"]["numpy"]}}}
+    bad["trackers"]["x"]["repo"] = "numpy/other"  # its url names another repository
+    with pytest.raises(trackers.TrackersError, match=r"trackers\.x: 'url'"):
+        trackers.parse(bad)
+    no_link = {**data, "routes": [{**data["routes"][0], "link": "http://example.com"}]}
+    with pytest.raises(trackers.TrackersError, match=r"routes\[0\]: 'link'"):
+        trackers.parse(no_link)
+
+
+def test_the_body_links_a_prefilled_upstream_issue() -> None:
+    doc = routed_doc()
+    p = plan(doc, [], run="R")
+    torch_action = next(a for a in p.actions if a.tracker == "pytorch/pytorch")
+    first = torch_action.body.splitlines()[0]
+    assert first == f"**{torch_action.title.removeprefix('[xamt] ')}**"
+    links = re.findall(
+        r"\((https://github\.com/pytorch/pytorch/issues/new\?[^)\s]+)\)", torch_action.body
+    )
+    assert len(links) == 1 and len(links[0]) <= trackers.NEW_ISSUE_URL_LIMIT
+    query = parse_qs(urlsplit(links[0]).query)
+    assert query["title"] == [torch_action.title.removeprefix("[xamt] ")]
+    body = query["body"][0]
+    assert body.startswith(first) and "- **Expected:**" in body and "- **Actual:**" in body
+    assert "xamt-signature" not in body and "<details>" not in body
+    # A body too long for a link is cut at a line, with a note, the fences closed.
+    tracker = trackers.tracker_for(argsort(doc))
+    assert tracker is not None
+    long = trackers.new_issue_url(tracker, "t", "```python\n" + "x = 1\n" * 4000)
+    text = parse_qs(urlsplit(long).query)["body"][0]
+    assert len(long) <= trackers.NEW_ISSUE_URL_LIMIT and "cut to fit a link" in text
+    assert text.count("```") % 2 == 0
+
+
+def test_mindspore_gets_a_gitee_report_and_mxnet_no_issue(fake: FakeGitHub, tmp_path: Path) -> None:
+    doc = routed_doc()
+    out = tmp_path / "out"
+    result = run(fake, doc, tmp_path, out_dir=out)
+    titles = [i["title"] for i in fake.issues(REPO)]
+    assert any("mindspore" in t for t in titles) and not any("mxnet" in t for t in titles)
+    assert len(titles) == len(ROUTES) - 1
+    plan_doc = json.loads((out / "filing-plan.json").read_text())
+    ms = next(a for a in plan_doc["actions"] if a["tracker"] == "gitee (mindspore)")
+    paste = (out / ms["upstream_file"]).read_text()
+    assert paste.startswith("# mindspore.argsort") and "- **Actual:** mindspore" in paste
+    body = next(i["body"] for i in fake.issues(REPO) if "mindspore" in i["title"])
+    assert "https://gitee.com/mindspore/mindspore/issues/new" in body
+    assert ms["upstream_file"] in body
+    mx = next(a for a in plan_doc["actions"] if a["tracker"] == "retired (mxnet)")
+    assert mx["action"] == "retired" and "outcome" in mx and not mx["outcome"]["done"]
+    assert result.plan.counts()["retired"] == 1
+    # No search for Gitee nor the retired library: GitHub search only for GitHub trackers.
+    searched = " ".join(e.query["q"][0] for e in fake.requests("GET", "/search/issues"))
+    assert "mindspore" not in searched and "mxnet" not in searched
+    assert "repo:pytorch/pytorch" in searched and "repo:keras-team/keras" in searched
+
+
+def test_a_known_upstream_issue_is_noted_not_filed_again(fake: FakeGitHub, tmp_path: Path) -> None:
+    fake.add_repo("pytorch/pytorch", "read", private=False)
+    fake.add_repo("jax-ml/jax", "read", private=False)
+    match = fake.add_issue(
+        "pytorch/pytorch",
+        title="torch.argsort returns the wrong shape for a 2-d input",
+        body="Calling `torch.argsort(x)` gives shape (2, 2)",
+        state="closed",
+    )
+    # A near miss: the callable, but no symptom in the title.
+    fake.add_issue("jax-ml/jax", title="jnp.argsort is slow", body="argsort shape (4,) takes 1s")
+    # Noise the search must not return: another repository.
+    fake.add_issue(REPO, title="torch.argsort shape", body="not upstream")
+    doc = with_findings(
+        campaign(),
+        [argsort(campaign()), blamed_on(argsort(campaign()), "jax", "jax.numpy.argsort")],
+    )
+    findings = tmp_path / "findings.json"
+    findings.write_text(dumps_document(doc))
+    out = tmp_path / "out"
+    result = run(fake, doc, tmp_path, out_dir=out, record=load_document(findings))
+    torch_sig, jax_sig = doc.findings[0].signature, doc.findings[1].signature
+    actions = {a.signature: a for a in result.plan.actions}
+    url = f"https://github.com/pytorch/pytorch/issues/{match}"
+    assert actions[torch_sig].action == "known-upstream" and actions[torch_sig].upstream == url
+    assert actions[jax_sig].action == "create" and actions[jax_sig].upstream == ""
+    assert [c.title for c in actions[jax_sig].candidates] == ["jnp.argsort is slow"]
+    issues = {signature_of(i["body"]): i for i in fake.issues(REPO) if signature_of(i["body"])}
+    note = issues[torch_sig]
+    assert {lab["name"] for lab in note["labels"]} == {"xamt", "known-upstream"}
+    assert (
+        f"**Known upstream:** `{fake.issues('pytorch/pytorch')[0]['title']}` (closed, {url})"
+        in note["body"]
+    )
+    assert "Open a prefilled issue" not in note["body"]
+    plain = issues[jax_sig]["body"]
+    assert {lab["name"] for lab in issues[jax_sig]["labels"]} == {"xamt", "suspected-bug"}
+    assert "- open: `jnp.argsort is slow`" in plain and "Open a prefilled issue" in plain
+    # Recorded in findings.json of the filing folder, every finding kept, the input untouched.
+    recorded = load_document(out / "findings.json")
+    assert {f.signature: f.upstream for f in recorded.findings} == {torch_sig: url, jax_sig: ""}
+    assert recorded.findings[0].replace(upstream="") == load_document(findings).findings[0]
+    assert load_document(findings).findings[0].upstream == ""
+    assert fake.issues("pytorch/pytorch")[0]["comments"] == 0  # nothing written upstream
+
+    # Offline: no search at all.
+    def upstream_searches() -> int:
+        return sum(f"repo:{REPO}" not in e.query["q"][0] for e in fake.requests("GET", "/search"))
+
+    n = upstream_searches()
+    run(fake, campaign("c2"), tmp_path, upstream_check=False)
+    assert upstream_searches() == n
+
+
+def test_the_search_rate_limit_waits_and_loses_nothing(tmp_path: Path) -> None:
+    clock = Clock()
+    with FakeGitHub(token=TOKEN, repos={REPO: "write"}, clock=clock.time) as server:
+        server.add_repo("pytorch/pytorch", "read", private=False)
+        base = argsort(campaign())
+        many = [blamed_on(base, "torch", f"torch.op{i}") for i in range(34)]
+        result = run(
+            server, with_findings(campaign(), many), tmp_path, sleep=clock.sleep, clock=clock.time
+        )
+        searches = [
+            e
+            for e in server.requests("GET", "/search/issues")
+            if "repo:pytorch/pytorch" in e.query["q"][0]
+        ]
+        limited = [e for e in searches if e.status == 403]
+        assert len(limited) == 1 and limited[0].headers is not None
+        assert len([e for e in searches if e.status == 200]) == 34
+        assert len(result.issues("create")) == 34 and len(server.issues(REPO)) == 34
+        assert clock.waits and 0 < max(clock.waits) <= 61
+        # What the fake answered past the budget: GitHub's primary-limit answer for search.
+        assert server.search_limit == 30
+
+
+def test_the_fake_search_spans_repositories_and_pages(fake: FakeGitHub) -> None:
+    import urllib.request
+
+    fake.add_repo("pytorch/pytorch", "read", private=False)
+    for i in range(6):
+        fake.add_issue("pytorch/pytorch", title=f"argsort nan {i}")
+    fake.search_incomplete = True
+
+    def get(q: str, page: int = 1) -> tuple[int, dict[str, Any], Any]:
+        url = f"{fake.base_url}/search/issues?" + urlencode({"q": q, "page": page, "per_page": 4})
+        req = urllib.request.Request(url, headers={"Authorization": f"token {TOKEN}"})
+        try:
+            with urllib.request.urlopen(req) as answer:
+                return answer.status, json.loads(answer.read()), answer.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read()), exc.headers
+
+    status, data, headers = get("argsort nan repo:pytorch/pytorch is:issue")
+    assert status == 200 and data["total_count"] == 6 and len(data["items"]) == 4
+    assert data["incomplete_results"] is True and 'rel="next"' in headers["link"]
+    assert headers["x-ratelimit-resource"] == "search" and headers["x-ratelimit-limit"] == "30"
+    _, second, _ = get("argsort nan repo:pytorch/pytorch is:issue", page=2)
+    assert len(second["items"]) == 2
+    status, data, _ = get("argsort repo:nobody/nothing")
+    assert status == 422 and "cannot be searched" in data["errors"][0]["message"]
+    for _ in range(27):
+        get("argsort")
+    status, data, headers = get("argsort")
+    assert status == 403 and headers["x-ratelimit-remaining"] == "0"
+    assert "rate limit" in data["message"]
+
+
+def test_plain_http_base_urls_are_refused(fake: FakeGitHub, tmp_path: Path) -> None:
+    for url in ("http://github.example.com/api/v3", "ftp://x", "not a url"):
+        with pytest.raises(UsageError) as info:
+            github.check_base_url(url)
+        assert info.value.exit_code == 2
+    for url in (
+        "https://api.github.com",
+        "http://127.0.0.1:9",
+        "http://localhost/",
+        "http://[::1]:80",
+    ):
+        assert github.check_base_url(url) == url
+    findings = tmp_path / "findings.json"
+    findings.write_text(dumps_document(campaign()))
+    code, text = invoke(
+        str(findings),
+        "--repo",
+        REPO,
+        "--post",
+        "--base-url",
+        "http://api.example.com",
+        "--out",
+        str(tmp_path / "out"),
+        env={"GITHUB_TOKEN": TOKEN},
+    )
+    assert code == 2 and "not https" in text and len(text.strip().splitlines()) == 1
+    assert TOKEN not in text and fake.log == []
+
+
+def test_the_dry_run_counts_issues_by_tracker(fake: FakeGitHub, tmp_path: Path) -> None:
+    findings = tmp_path / "findings.json"
+    findings.write_text(dumps_document(routed_doc()))
+    out = tmp_path / "dry"
+    code, text = invoke(str(findings), "--repo", REPO, "--out", str(out), env={"GITHUB_TOKEN": ""})
+    assert code == 0, text
+    plan_doc = json.loads((out / "filing-plan.json").read_text())
+    assert plan_doc["trackers"] == {
+        "PaddlePaddle/Paddle": {"create": 1},
+        "gitee (mindspore)": {"create": 1},
+        "jax-ml/jax": {"create": 1},
+        "keras-team/keras": {"create": 1},
+        "numpy/numpy": {"create": 1},
+        "pytorch/pytorch": {"create": 1},
+        "retired (mxnet)": {"retired": 1},
+        "tensorflow/tensorflow": {"create": 1},
+    }
+    assert plan_doc["counts"]["create"] == 7 and plan_doc["counts"]["retired"] == 1
+    assert "no upstream check: it needs a token" in plan_doc["notes"]
+    assert "retired (mxnet) retired 1" in " ".join(text.split())

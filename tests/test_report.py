@@ -587,8 +587,12 @@ def test_issue_title_and_body_golden(index: int) -> None:
     assert title.startswith(f"[xamt] {f.callable}")
     assert signature_of(body) == f.signature
     assert fences_balanced(body)
-    # The body opens with the blamed library and its callable.
-    assert body.startswith(f"**{f.library}** · `{f.callable}`")
+    # The body opens with what a maintainer reads first: the defect in one line (the title
+    # without its prefix), the reproduction, expected against actual, the versions.
+    assert body.startswith(f"**{title.removeprefix('[xamt] ')}**\n\nReproduction with ")
+    head = body[: body.index("<details>")]
+    assert re.search(r"\n- \*\*Expected:\*\* .+\n- \*\*Actual:\*\* .+\n- \*\*Versions:\*\* ", head)
+    assert f"**{f.library}** · `{f.callable}`" in head
 
 
 def test_comments_golden() -> None:
@@ -645,7 +649,8 @@ def test_the_flagship_issue_opens_with_its_one_line_reproduction() -> None:
     body = render.issue_body(f, doc)
     head = body.split("| library |")[0]
     assert "paddle.sinc(paddle.to_tensor([nan], dtype='float32'))" in head
-    assert "paddle gives `float32[1] [1.]`; numpy and torch give `float32[1] [nan]`" in head
+    assert "- **Expected:** numpy and torch give `float32[1] [nan]`\n" in head
+    assert "- **Actual:** paddle gives `float32[1] [1.]`\n" in head
     # Then the same call, one line per other library, with what each gave.
     assert "numpy.sinc(numpy.array([nan], dtype='float32'))  # float32[1] [nan]\n" in head
     assert "torch.sinc(torch.tensor([nan], dtype=torch.float32))  # float32[1] [nan]\n" in head
@@ -1410,7 +1415,28 @@ def test_an_issue_body_says_what_decides_it_and_what_the_documentation_says() ->
         documentation=("The data type should be float32, float64.", "NaN in, <b>NaN</b> out."),
     )
     body = render.issue_body(f, doc)
-    assert "Decided by: standard: sinc(nan) is NaN" in body
-    assert "What the documentation of `paddle.sinc` says about it:" in body
+    assert "- **Decided by:** standard: sinc(nan) is NaN\n" in body
+    assert "<details><summary>What the documentation of `paddle.sinc` says</summary>" in body
     assert "> The data type should be float32, float64." in body
     assert "<b>" not in body  # text from a library is shown literally
+
+
+def test_an_issue_opens_with_the_short_repro_file(tmp_path: Path) -> None:
+    """The short repro (``short_repro``: a file beside findings.json) is the body's first code
+    block, before the one-line reproduction; a path outside the folder is never read."""
+    doc = fixture_doc()
+    f = by_callable(doc, "paddle.sinc").replace(short_repro="repro/s/short_paddle.py")
+    script = "import paddle\nassert paddle.sinc(paddle.to_tensor(float('nan'))).isnan()\n"
+    (tmp_path / "repro" / "s").mkdir(parents=True)
+    (tmp_path / "repro" / "s" / "short_paddle.py").write_text(script)
+    loaded = render.with_repro_scripts(dataclasses.replace(doc, findings=(f,)), tmp_path)
+    body = render.issue_body(loaded.findings[0], loaded)
+    lines = body.splitlines()
+    assert lines[0] == "**paddle.sinc: NaN disagreement on float32 input with nan**"
+    assert lines[2:5] == ["Reproduction with paddle 3.3.1:", "", "```python"]
+    assert body.index("isnan()") < body.index("- **Expected:**") < body.index("<details>")
+    outside = f.replace(short_repro="../secret.py")
+    (tmp_path.parent / "secret.py").write_text("SECRET = 1\n")
+    kept = render.with_repro_scripts(dataclasses.replace(doc, findings=(outside,)), tmp_path)
+    assert kept.findings[0].short_repro == "../secret.py"
+    assert "SECRET" not in render.issue_body(kept.findings[0], kept)

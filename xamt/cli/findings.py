@@ -176,6 +176,14 @@ def file(
     max_wait: Annotated[
         float, typer.Option(help="Most seconds to wait for GitHub's rate limits in all.")
     ] = 900.0,
+    upstream_check: Annotated[
+        bool,
+        typer.Option(
+            "--upstream-check/--no-upstream-check",
+            help="Search each new finding's library tracker on GitHub before filing (needs a "
+            "token; --no-upstream-check for offline use).",
+        ),
+    ] = True,
 ) -> None:
     """File the suspected bugs as GitHub issues, one per signature, deduplicated.
 
@@ -187,6 +195,13 @@ def file(
     whose finding missed --close-after verifications in a row. Re-running after a failure
     duplicates nothing.
 
+    Each body opens with the defect, its short reproduction, expected against actual and the
+    versions, and names the library's own tracker: a prefilled new-issue link on GitHub,
+    MindSpore's Gitee page with a ready-to-paste report under --out/upstream/; mxnet is
+    retired and never filed. Before filing, the library's GitHub tracker is searched: a
+    confident match is filed as a `known-upstream` note and recorded as `upstream` in
+    --out/findings.json. --base-url must be https (http only for localhost).
+
     Example: `xamt file xamt-out/findings.json --repo me/bugs --post`
     """
     from xamt.report import github, render
@@ -197,7 +212,9 @@ def file(
         raise UsageError("--close-after must be at least 1")
     if write_delay < 0 or max_wait < 0:
         raise UsageError("--write-delay and --max-wait must not be negative")
-    doc = render.with_repro_scripts(render.load_findings(findings), findings.parent)
+    github.check_base_url(base_url)
+    original = render.load_findings(findings)
+    doc = render.with_repro_scripts(original, findings.parent)
     verified = load_verifications(verifications) if verifications is not None else None
     token = read_token(token_file)
     result = github.file_findings(
@@ -213,11 +230,22 @@ def file(
         state_file=state_file,
         write_delay=write_delay,
         max_wait=max_wait,
+        upstream_check=upstream_check,
+        record=original,
         log=say,
     )
     mode = "posted" if result.posted else "dry run (nothing posted; --post to file)"
     counts = ", ".join(f"{k} {n}" for k, n in result.plan.counts().items() if n)
     say(f"{mode}: {counts or 'nothing to do'}; plan in {result.plan_path}")
+    by_tracker = result.plan.by_tracker()
+    if by_tracker:
+        say(
+            "by upstream tracker: "
+            + "; ".join(
+                f"{name} " + ", ".join(f"{k} {n}" for k, n in acts.items())
+                for name, acts in by_tracker.items()
+            )
+        )
 
 
 @handles_errors

@@ -78,18 +78,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from xamt.errors import XamtError
-from xamt.findings import Document, Finding, FindingsError
+from xamt.errors import UsageError, XamtError
+from xamt.findings import Document, Finding, FindingsError, dumps_document
 from xamt.paths import write_atomic
-from xamt.report import render
+from xamt.report import render, trackers
+from xamt.report.trackers import Candidate, Tracker, UpstreamCheck
 
 LABEL = "xamt"
 REGRESSION_LABEL = "regression"
 SUSPECTED_LABEL = "suspected-bug"
+KNOWN_UPSTREAM_LABEL = "known-upstream"
 LABELS = {
     LABEL: ("5319e7", "Filed by xamt, the cross-framework differential fuzzer"),
     SUSPECTED_LABEL: ("d73a4a", "xamt: a root cause in one library, no documented difference"),
     REGRESSION_LABEL: ("b60205", "xamt: a finding that came back after it was fixed"),
+    KNOWN_UPSTREAM_LABEL: ("c5def5", "xamt: the library's own tracker already has this issue"),
 }
 DEFAULT_BASE_URL = "https://api.github.com"
 DEFAULT_MAX_NEW = 10
@@ -102,12 +105,33 @@ SECONDARY_RATE_WAIT = 60.0
 # The most rate-limit answers one request may get before the run gives up.
 RATE_LIMIT_RETRIES = 20
 SEARCH_PAGES = 10
+# The most result pages one upstream search reads looking for a confident match.
+UPSTREAM_PAGES = 3
 PLAN_FILE = "filing-plan.json"
 BODIES_DIR = "bodies"
+# Ready-to-paste reports for the upstream trackers (one per finding: Gitee's, and GitHub's
+# for those who prefer pasting to the prefilled link).
+UPSTREAM_DIR = "upstream"
+# The findings document with the confident upstream matches recorded (``upstream``).
+FINDINGS_FILE = "findings.json"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 # Room left under GitHub's body limit so the state marker can grow without a new cut.
 BODY_LIMIT = render.GITHUB_BODY_LIMIT - 64
-ACTIONS = ("create", "recur", "regress", "close", "miss", "reset", "skip", "defer")
-WRITE_ACTIONS = ACTIONS[:6]
+ACTIONS = (
+    "create",
+    "known-upstream",
+    "recur",
+    "regress",
+    "close",
+    "miss",
+    "reset",
+    "skip",
+    "defer",
+    "retired",
+)
+WRITE_ACTIONS = ACTIONS[:7]
+# The actions that open an issue (capped by ``max_new`` together).
+OPENING_ACTIONS = ("create", "known-upstream")
 
 _SIGNATURE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/+=-]{0,127}$")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -145,6 +169,26 @@ class GitHubUnavailable(XamtError):
     allowed) after the bounded retries. What was done is recorded; a re-run continues it."""
 
     exit_code = 16
+
+
+def check_base_url(base_url: str) -> str:
+    """``base_url`` when it is https, or http to this machine (a local test server); else
+    :class:`~xamt.errors.UsageError` (exit 2): the token would travel in clear."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        parts, host = None, ""
+    if parts is None or not host or parts.scheme not in ("https", "http"):
+        raise UsageError(f"--base-url {base_url!r} is not a URL; give https://HOST[/api/v3]")
+    if parts.scheme == "http" and host not in LOCAL_HOSTS:
+        raise UsageError(
+            f"--base-url {base_url!r} is not https: the token would travel in clear; use "
+            "https:// (plain http is allowed only for localhost, 127.0.0.1 and ::1)"
+        )
+    return base_url
 
 
 def scrub(text: str, secret: str | None) -> str:
@@ -260,6 +304,12 @@ class Action:
     state: IssueState | None = None
     close: bool = False
     reopen: bool = False
+    # where the finding goes upstream (Tracker.label), the confident upstream match, the
+    # candidates of the upstream search, and the ready-to-paste upstream report
+    tracker: str = ""
+    upstream: str = ""
+    candidates: tuple[Candidate, ...] = ()
+    upstream_body: str = ""
 
     @property
     def writes(self) -> bool:
@@ -283,6 +333,17 @@ class FilingPlan:
         for a in self.actions:
             out[a.action] += 1
         return out
+
+    def by_tracker(self) -> dict[str, dict[str, int]]:
+        """The new findings by upstream tracker (``OWNER/REPO``, ``gitee (mindspore)``,
+        ``retired (mxnet)``), each with its actions counted: ``create``, ``known-upstream``,
+        ``defer``, ``retired``."""
+        out: dict[str, dict[str, int]] = {}
+        for a in self.actions:
+            if a.tracker:
+                counts = out.setdefault(a.tracker, {})
+                counts[a.action] = counts.get(a.action, 0) + 1
+        return dict(sorted(out.items()))
 
 
 @dataclass(kw_only=True)
@@ -353,6 +414,7 @@ def decide(
     run: str,
     close_after: int,
     misses: int | None = None,
+    check: UpstreamCheck | None = None,
 ) -> Action | None:
     """What to do about one signature (None: nothing).
 
@@ -370,18 +432,7 @@ def decide(
                     "to file it with",
                 )
             return None
-        state = IssueState(occurrences=1, misses=0, last_run=run)
-        markers = signature_marker(signature) + "\n" + state.marker()
-        return Action(
-            action="create",
-            signature=signature,
-            title=render.issue_title(finding, doc.libraries),
-            body=render.fit_body(
-                render.issue_body(finding, doc), BODY_LIMIT, tail="\n" + markers + "\n"
-            ),
-            labels=(LABEL, SUSPECTED_LABEL),
-            state=state,
-        )
+        return _opening(signature, finding, doc, run=run, check=check)
     old = issue.xamt_state
     if old.last_run == run:
         if seen or verified is False:
@@ -459,6 +510,51 @@ def decide(
     return None
 
 
+def upstream_file(signature: str) -> str:
+    """Where the ready-to-paste upstream report of a finding goes, in the filing folder."""
+    return f"{UPSTREAM_DIR}/{re.sub(r'[^A-Za-z0-9_.-]', '_', signature)[:64]}.md"
+
+
+def _opening(
+    signature: str, finding: Finding, doc: Document, *, run: str, check: UpstreamCheck | None
+) -> Action:
+    """The action for a finding no issue carries yet: a new issue (``create``), a
+    ``known-upstream`` note (a labelled issue that links the upstream one) when the upstream
+    search found a confident match or the finding records one, or nothing but a listing for
+    a retired library (``retired``)."""
+    tracker: Tracker | None = trackers.tracker_for(finding)
+    label = tracker.label if tracker else ""
+    title = render.issue_title(finding, doc.libraries)
+    if tracker is not None and tracker.kind == "retired":
+        return Action(
+            action="retired",
+            signature=signature,
+            title=title,
+            tracker=label,
+            reason=f"{finding.library} is retired ({tracker.url}): listed, never filed",
+        )
+    view = render.upstream_view(
+        finding, doc, tracker=tracker, check=check, paste_file=upstream_file(signature)
+    )
+    known = view["known"]
+    state = IssueState(occurrences=1, misses=0, last_run=run)
+    markers = signature_marker(signature) + "\n" + state.marker()
+    body = render.issue_body(finding, doc, upstream=view)
+    return Action(
+        action="known-upstream" if known else "create",
+        signature=signature,
+        title=title,
+        body=render.fit_body(body, BODY_LIMIT, tail="\n" + markers + "\n"),
+        labels=(LABEL, KNOWN_UPSTREAM_LABEL if known else SUSPECTED_LABEL),
+        state=state,
+        tracker=label,
+        upstream=str(known["url"]) if known else "",
+        candidates=check.candidates if check is not None else (),
+        upstream_body=render.upstream_body(finding, doc) if tracker is not None else "",
+        reason=f"known upstream: {known['url']}" if known else "",
+    )
+
+
 def plan(
     findings_doc: Document,
     existing_issues: Sequence[IssueSnapshot],
@@ -468,6 +564,7 @@ def plan(
     max_new: int = DEFAULT_MAX_NEW,
     run: str | None = None,
     repo: str = "",
+    checks: Mapping[str, UpstreamCheck] | None = None,
 ) -> FilingPlan:
     """Decide what to do with each finding and each filed issue; no I/O.
 
@@ -478,7 +575,10 @@ def plan(
     verification, when newer than its last sighting, with its ``consecutive_misses``); the
     mapping wins where both speak. New issues are opened highest ranked first
     (:meth:`~xamt.findings.Finding.rank`: severity, confidence, occurrences), at most
-    ``max_new``; the others are deferred to the next run.
+    ``max_new``; the others are deferred to the next run. ``checks`` are the upstream
+    searches (signature -> :class:`~xamt.report.trackers.UpstreamCheck`): a confident match
+    makes a ``known-upstream`` note instead of a new defect. Findings of a retired library
+    (mxnet) are listed (``retired``), never filed.
     """
     if close_after < 1:
         raise ValueError("close_after must be at least 1")
@@ -541,10 +641,11 @@ def plan(
             issue=_primary(found) if found else None,
             run=run,
             close_after=close_after,
+            check=(checks or {}).get(sig),
         )
         if action is None:
             continue
-        if action.action == "create":
+        if action.action in OPENING_ACTIONS:
             creates.append((findings[sig], action))
         elif action.writes:
             updates.append(action)
@@ -557,6 +658,7 @@ def plan(
             action="defer",
             signature=a.signature,
             title=a.title,
+            tracker=a.tracker,
             reason=f"over the cap of {max_new} new issues per run; filed by a later run",
         )
         for _, a in creates[max_new:]
@@ -583,6 +685,8 @@ def _body_files(plan: FilingPlan) -> list[dict[str, str]]:
             names["body"] = f"{BODIES_DIR}/{stem}.md"
         if a.comment:
             names["comment"] = f"{BODIES_DIR}/{stem}-comment.md"
+        if a.upstream_body:
+            names["upstream"] = upstream_file(a.signature)
         files.append(names)
     return files
 
@@ -610,6 +714,12 @@ def plan_document(
             entry["close"] = "completed"
         if a.reopen:
             entry["reopen"] = True
+        if a.tracker:
+            entry["tracker"] = a.tracker
+        if a.upstream:
+            entry["upstream"] = a.upstream
+        if a.candidates:
+            entry["candidates"] = [asdict(c) for c in a.candidates]
         entry.update({f"{k}_file": v for k, v in names.items()})
         if i < len(outcomes):
             entry["outcome"] = dict(outcomes[i])
@@ -622,6 +732,7 @@ def plan_document(
         "close_after": plan.close_after,
         "max_new": plan.max_new,
         "counts": plan.counts(),
+        "trackers": plan.by_tracker(),
         "notes": list(plan.notes),
         "actions": actions,
     }
@@ -642,6 +753,11 @@ def write_plan(
                 write_atomic(out_dir / names["body"], f"# {a.title}\n\n{a.body}")
             if "comment" in names:
                 write_atomic(out_dir / names["comment"], a.comment)
+            if "upstream" in names:
+                write_atomic(
+                    out_dir / names["upstream"],
+                    f"# {a.title.removeprefix('[xamt] ')}\n\n{a.upstream_body}",
+                )
     path = out_dir / PLAN_FILE
     doc = plan_document(plan, posted=posted, outcomes=outcomes)
     write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
@@ -728,6 +844,10 @@ def _rate_limit_wait(
     return None
 
 
+class _Unsearchable(Exception):
+    """GitHub refuses to search a repository (422)."""
+
+
 class _Ambiguous(Exception):
     """A request whose effect is unknown (5xx, a dropped connection)."""
 
@@ -750,6 +870,7 @@ class _Session:
         log: Callable[[str], None],
         timeout: int,
         per_page: int,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         import github
 
@@ -760,6 +881,7 @@ class _Session:
         self.max_attempts = max(1, max_attempts)
         self.backoff = backoff
         self.sleep = sleep
+        self.clock = clock
         self._log = log
         self.gh = github.Github(
             auth=github.Auth.Token(token),
@@ -771,6 +893,7 @@ class _Session:
             seconds_between_writes=write_delay,
         )
         self.repo: Any = None
+        self.per_page = per_page
 
     def log(self, message: str) -> None:
         self._log(scrub(message, self.token))
@@ -801,7 +924,7 @@ class _Session:
                 return fn()
             except GithubException as exc:
                 message = _message(exc)
-                wait = _rate_limit_wait(exc.status, exc.headers or {}, message, time.time())
+                wait = _rate_limit_wait(exc.status, exc.headers or {}, message, self.clock())
                 if wait is not None:
                     limited += 1
                     if waited + wait > self.max_wait or limited > RATE_LIMIT_RETRIES:
@@ -931,6 +1054,57 @@ class _Session:
             self.log(f"the search fallback failed ({exc}); going on without it")
             return []
 
+    def search_upstream(self, f: Finding, tracker: Tracker) -> UpstreamCheck:
+        """Search ``tracker``'s repository for issues (open and closed) about ``f``: the
+        callable's last name and its symptom's word (:func:`~xamt.report.trackers.search_query`).
+        Reads pages until a confident match or :data:`UPSTREAM_PAGES` pages; rate-limit answers
+        (the search API allows 30 requests a minute) wait and retry like every request. A
+        search GitHub refuses (422: a repository it cannot search) or that keeps failing gives
+        a check with ``error``; filing goes on."""
+        from github import GithubException
+
+        query = trackers.search_query(f, tracker)
+        seen: list[Candidate] = []
+        try:
+            results = self.gh.search_issues(query)
+            total = 0
+            for page in range(UPSTREAM_PAGES):
+
+                def fetch(page: int = page) -> list[Any]:
+                    try:
+                        return list(results.get_page(page))
+                    except GithubException as exc:
+                        if exc.status == 422:
+                            raise _Unsearchable(_message(exc) or "422") from None
+                        raise
+
+                items = self.call(f"search {tracker.repo} for {trackers.last_name(f)}", fetch)
+                total = int(results.totalCount or 0)
+                for item in items:
+                    if "/pull/" in str(item.html_url or ""):
+                        continue
+                    title, body = str(item.title or ""), str(item.body or "")
+                    seen.append(
+                        Candidate(
+                            title=title,
+                            url=str(item.html_url or ""),
+                            state=str(item.state or ""),
+                            match=trackers.confident_match(f, tracker, title, body),
+                        )
+                    )
+                if not items or any(c.match for c in seen) or (page + 1) * self.per_page >= total:
+                    break
+            incomplete = bool(results.incomplete_results)
+        except _Unsearchable as exc:
+            return UpstreamCheck(query=query, error=f"GitHub cannot search {tracker.repo} ({exc})")
+        except (GitHubUnavailable, PermissionDenied, TokenError) as exc:
+            self.log(f"the upstream search for {f.signature} failed ({exc}); filing without it")
+            return UpstreamCheck(query=query, error=scrub(str(exc), self.token))
+        ordered = sorted(seen, key=lambda c: not c.match)
+        return UpstreamCheck(
+            query=query, candidates=tuple(ordered), total=total, incomplete=incomplete
+        )
+
     def ensure_labels(self, names: Iterable[str]) -> None:
         wanted = [n for n in dict.fromkeys(names) if n in LABELS]
         if not wanted:
@@ -1003,7 +1177,7 @@ def _execute(
 ) -> dict[str, Any]:
     """Carry out one write action; return its outcome (issue number, url)."""
     sig = action.signature
-    if action.action == "create":
+    if action.action in OPENING_ACTIONS:
         issue = session.call(
             f"open the issue of {sig}",
             lambda: session.repo.create_issue(
@@ -1062,7 +1236,10 @@ def file_findings(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     backoff: float = 1.0,
     search_fallback: bool = True,
+    upstream_check: bool = True,
+    record: Document | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
     log: Callable[[str], None] | None = None,
     timeout: int = 30,
     per_page: int = 100,
@@ -1079,10 +1256,22 @@ def file_findings(
     needs, and carries out the plan, recording each outcome in ``filing-plan.json`` (and the
     ledger) as it goes. See the module's notes for re-runs, faults and rate limits.
 
+    Upstream check (with a token and ``upstream_check``): before filing, each finding about to
+    get a new issue is searched for in its library's GitHub tracker
+    (:mod:`xamt.report.trackers`); the candidates are listed in its body, and a confident match
+    makes a ``known-upstream`` note instead of a new defect. The matches are recorded as
+    ``upstream`` in ``out_dir/findings.json``: ``record`` (by default ``doc``; the CLI gives
+    the document as read, before the scripts' text replaced their paths) with every finding
+    kept and only ``upstream`` filled in. The input findings.json is never rewritten.
+
+    ``base_url`` must be https (plain http only to localhost: a test server), else
+    :class:`~xamt.errors.UsageError`.
+
     Raises :class:`TokenError`, :class:`RepositoryError`, :class:`PermissionDenied`,
     :class:`GitHubUnavailable`, ``OutputError``.
     """
     say = log or (lambda message: None)
+    check_base_url(base_url)
     if not _REPO.match(repo or ""):
         raise RepositoryError(f"{repo!r} is not a repository name; write it as owner/name")
     token = (token or "").strip() or None
@@ -1105,6 +1294,10 @@ def file_findings(
             run=run,
             repo=repo,
         )
+        if upstream_check and any(a.action in OPENING_ACTIONS for a in the_plan.actions):
+            the_plan = replace(
+                the_plan, notes=(*the_plan.notes, "no upstream check: it needs a token")
+            )
         write_plan(the_plan, out_dir, posted=False)
         return FilingResult(plan=the_plan, posted=False, out_dir=out_dir)
     session = _Session(
@@ -1120,6 +1313,7 @@ def file_findings(
         log=say,
         timeout=timeout,
         per_page=per_page,
+        clock=clock,
     )
     try:
         return _file_with(
@@ -1133,6 +1327,8 @@ def file_findings(
             state_file=state_file,
             run=run,
             search_fallback=search_fallback,
+            upstream_check=upstream_check,
+            record_doc=record if record is not None else doc,
         )
     except XamtError as exc:
         # The token must not leak through any message, whatever raised it.
@@ -1140,6 +1336,42 @@ def file_findings(
         raise
     finally:
         session.close()
+
+
+def _check_upstream(
+    session: _Session, doc: Document, the_plan: FilingPlan
+) -> dict[str, UpstreamCheck]:
+    """The upstream search of each finding the plan opens an issue for (GitHub trackers only;
+    one with a recorded ``upstream`` needs none)."""
+    findings = {f.signature: f for f in doc.findings}
+    checks: dict[str, UpstreamCheck] = {}
+    for action in the_plan.actions:
+        f = findings.get(action.signature)
+        if action.action not in OPENING_ACTIONS or f is None or f.upstream:
+            continue
+        tracker = trackers.tracker_for(f)
+        if tracker is None or tracker.kind != "github":
+            continue
+        check = session.search_upstream(f, tracker)
+        checks[f.signature] = check
+        found = check.match
+        if found is not None:
+            session.log(f"{f.signature}: known upstream, {found.url}")
+    return checks
+
+
+def with_upstream(doc: Document, checks: Mapping[str, UpstreamCheck]) -> Document:
+    """``doc`` with the confident matches of ``checks`` recorded as ``upstream`` (a finding
+    that records one already keeps it); every other field as it was."""
+    findings = []
+    for f in doc.findings:
+        found = checks[f.signature].match if f.signature in checks else None
+        findings.append(f.replace(upstream=found.url) if found and not f.upstream else f)
+    return replace(doc, findings=tuple(findings))
+
+
+def _write_record(doc: Document, checks: Mapping[str, UpstreamCheck], out_dir: Path) -> None:
+    write_atomic(out_dir / FINDINGS_FILE, dumps_document(with_upstream(doc, checks)))
 
 
 def _counts_text(the_plan: FilingPlan) -> str:
@@ -1159,12 +1391,16 @@ def _file_with(
     state_file: Path | None,
     run: str,
     search_fallback: bool,
+    upstream_check: bool,
+    record_doc: Document,
 ) -> FilingResult:
     session.open_repo()
     listed = session.list_issues()
     issues = {snap.number: obj for snap, obj in listed}
     snapshots = {snap.number: snap for snap, _ in listed}
     session.log(f"{session.repo_name}: {len(listed)} issue(s) labelled {LABEL!r}")
+
+    checks: dict[str, UpstreamCheck] = {}
 
     def make_plan() -> FilingPlan:
         return plan(
@@ -1175,6 +1411,7 @@ def _file_with(
             max_new=max_new,
             run=run,
             repo=session.repo_name,
+            checks=checks,
         )
 
     the_plan = make_plan()
@@ -1190,6 +1427,13 @@ def _file_with(
                 found_any = True
         if found_any:
             the_plan = make_plan()
+    if upstream_check:
+        checks.update(_check_upstream(session, doc, the_plan))
+        if checks:
+            the_plan = make_plan()
+            _write_record(record_doc, checks, out_dir)
+    elif any(a.action in OPENING_ACTIONS for a in the_plan.actions):
+        the_plan = replace(the_plan, notes=(*the_plan.notes, "no upstream check (turned off)"))
     result = FilingResult(plan=the_plan, posted=post, out_dir=out_dir)
     write_plan(the_plan, out_dir, posted=post)
     if not post:

@@ -56,6 +56,8 @@ from xamt.findings import (
     load_document,
 )
 from xamt.paths import inside
+from xamt.report import trackers
+from xamt.report.trackers import Candidate, Tracker, UpstreamCheck
 from xamt.serialize import from_jsonable
 from xamt.timing import BREAKDOWN_COLUMNS, Phases, breakdown_rows, libraries_from_dict
 from xamt.triage.repro import ValueCode
@@ -698,8 +700,26 @@ def _scripts(f: Finding) -> list[dict[str, str]]:
     return rows
 
 
+def _script_text(root: Path, value: str) -> str:
+    """The text of the script ``value`` names (a path inside ``root``), or ``value`` itself
+    when it is text already, lies outside ``root``, or cannot be read."""
+    if not value or "\n" in value:
+        return value
+    try:  # one checked join (xamt.paths): inside the folder, links followed
+        path = inside(root, value, what="a repro script")
+    except OutputError:
+        return value  # shown as the path it claims, never read
+    if path.is_file():
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+    return value
+
+
 def with_repro_scripts(doc: Document, base_dir: Path) -> Document:
-    """A copy of ``doc`` whose ``repro`` paths are replaced by the scripts' text.
+    """A copy of ``doc`` whose ``repro`` and ``short_repro`` paths are replaced by the
+    scripts' text.
 
     Paths are relative to ``base_dir`` (the folder of findings.json). Only files inside it are
     read, so a findings file can never make a report or an issue show another file.
@@ -707,20 +727,8 @@ def with_repro_scripts(doc: Document, base_dir: Path) -> Document:
     root = Path(base_dir)
     findings = []
     for f in doc.findings:
-        loaded = {}
-        for library, value in f.repro.items():
-            loaded[library] = value
-            if "\n" not in value:
-                try:  # one checked join (xamt.paths): inside the folder, links followed
-                    path = inside(root, value, what="a repro script")
-                except OutputError:
-                    continue  # shown as the path it claims, never read
-                if path.is_file():
-                    try:
-                        loaded[library] = path.read_text(encoding="utf-8")
-                    except (OSError, UnicodeDecodeError):
-                        pass
-        findings.append(f.replace(repro=loaded))
+        loaded = {library: _script_text(root, value) for library, value in f.repro.items()}
+        findings.append(f.replace(repro=loaded, short_repro=_script_text(root, f.short_repro)))
     return dataclasses.replace(doc, findings=tuple(findings))
 
 
@@ -734,6 +742,31 @@ def _known(f: Finding) -> dict[str, str] | None:
     if k is None:
         return None
     return {"id": k.id, "policy": k.policy, "reason": k.reason, "link": _safe_url(k.link)}
+
+
+def expected_and_actual(f: Finding) -> tuple[Markup, Markup]:
+    """What the blamed library should give and what it gives, each one Markdown phrase:
+    ``numpy and torch give `float32[1] [nan]` `` and ``paddle gives `float32[1] [1.]` ``."""
+    who = blamed(f)
+    lib = who[0] if who else f.library
+    first = f.outputs.get(lib, {"status": "missing"})
+    others = [o for o in case_libraries(f) if o != lib and o in f.outputs]
+    said = {o: result_text(f.outputs[o]) for o in others}
+    text = _markdown_text
+    if f.kind == "crash":
+        actual = Markup(text(f"{lib} kills its process{_signal(first)}"))
+    elif f.kind == "hang":
+        actual = Markup(text(f"{lib} never returns (it missed the deadline)"))
+    elif f.kind == "resource":
+        actual = Markup(text(f"{lib} exceeds the memory cap"))
+    else:
+        actual = Markup(text(f"{lib} gives ") + inline_code(result_text(first)))
+    if not said:
+        return Markup("what the reference decides"), actual
+    common = _most_common(said.values())
+    by = [o for o in others if said[o] == common]
+    verb = "gives" if len(by) == 1 else "give"
+    return Markup(text(f"{_names(by)} {verb} ") + inline_code(common)), actual
 
 
 def finding_view(
@@ -760,6 +793,11 @@ def finding_view(
     inputs_text = "\n".join(compact_value(str(r), v) for r, v in (values or {}).items())
     line = repro_line(f)
     lib = who[0] if who else f.library
+    expected, actual = expected_and_actual(f)
+    version = str(libraries.get(lib) or f.versions.get(lib, "?"))
+    known_versions = {**f.versions, **libraries}
+    others = {n: known_versions.get(n, "?") for n in case_libraries(f) if n != lib}
+    short = _clean(f.short_repro) if "\n" in f.short_repro else ""
     return {
         "signature": f.signature,
         "key": f.key,
@@ -807,6 +845,12 @@ def finding_view(
         "other_lines": other_lines(f),
         "scripts": _scripts(f),
         "known": _known(f),
+        "expected": expected,
+        "actual": actual,
+        "versions": f"{lib} {version}" + "".join(f", {n} {v}" for n, v in others.items()),
+        "short_repro": clip(short, REPRO_LIMIT),
+        "short_repro_path": "" if short else f.short_repro,
+        "others": _names(o for o in case_libraries(f) if o not in who) or "the other libraries",
     }
 
 
@@ -836,11 +880,83 @@ def issue_title(f: Finding, libraries: Mapping[str, str]) -> str:
     return text if len(text) <= TITLE_LIMIT else text[: TITLE_LIMIT - 1] + "…"
 
 
-def issue_body(f: Finding, doc: Document, *, markers: str = "") -> str:
-    """The issue body of a finding, fitted to GitHub's limit with ``markers`` kept at the end."""
+# The most upstream candidates an issue lists.
+CANDIDATES_SHOWN = 5
+
+
+def upstream_view(
+    f: Finding,
+    doc: Document,
+    *,
+    tracker: Tracker | None = None,
+    check: UpstreamCheck | None = None,
+    paste_file: str = "",
+) -> dict[str, Any]:
+    """Where a finding's report goes upstream (``tracker``, by default its library's), the
+    prefilled new-issue link (GitHub) or page (Gitee), and what the upstream search found."""
+    if tracker is None:
+        tracker = trackers.tracker_for(f)
+    known = check.match if check is not None else None
+    if known is None and f.upstream and _safe_url(f.upstream):
+        known = Candidate(title="(recorded in findings.json)", url=f.upstream, state="known")
+    view: dict[str, Any] = {
+        "kind": tracker.kind if tracker else "none",
+        "label": tracker.label if tracker else (blamed(f) or [f.library])[0],
+        "url": Markup(_safe_url(tracker.url)) if tracker else "",
+        "new_issue": "",
+        "paste_file": paste_file,
+        "searched": check is not None and not check.error,
+        "error": check.error if check is not None else "",
+        "query": check.query if check is not None else "",
+        "total": check.total if check is not None else 0,
+        "incomplete": bool(check and check.incomplete),
+        "candidates": [
+            {"title": c.title, "url": Markup(_safe_url(c.url)), "state": c.state, "match": c.match}
+            for c in (check.candidates[:CANDIDATES_SHOWN] if check is not None else ())
+        ],
+        "known": None
+        if known is None
+        else {"title": known.title, "url": Markup(_safe_url(known.url)), "state": known.state},
+    }
+    if tracker is not None and tracker.kind == "github":
+        url = trackers.new_issue_url(tracker, upstream_title(f), upstream_body(f, doc))
+        view["new_issue"] = Markup(_safe_url(url))
+    elif tracker is not None and tracker.kind == "gitee":
+        view["new_issue"] = Markup(_safe_url(tracker.new_issue_page))
+    return view
+
+
+def upstream_title(f: Finding) -> str:
+    """The title of the report for the upstream tracker: the defect in one line."""
+    text = " ".join(_clean(headline(f)).split())
+    return text if len(text) <= TITLE_LIMIT else text[: TITLE_LIMIT - 1] + "…"
+
+
+def upstream_body(f: Finding, doc: Document) -> str:
+    """The report for the upstream tracker: what a maintainer reads first, and no more."""
+    text = render(
+        "upstream_issue.md.j2", f=finding_view(f, doc.libraries), xamt_version=doc.xamt_version
+    )
+    return text.rstrip("\n") + "\n"
+
+
+def issue_body(
+    f: Finding,
+    doc: Document,
+    *,
+    markers: str = "",
+    upstream: Mapping[str, Any] | None = None,
+) -> str:
+    """The issue body of a finding, fitted to GitHub's limit with ``markers`` kept at the end.
+
+    It opens with what a maintainer reads first (:func:`upstream_body`'s text), then the
+    upstream tracker and the upstream search's candidates (``upstream``, an
+    :func:`upstream_view`; by default the tracker alone, no search), then the rest collapsed.
+    """
     text = render(
         "issue_body.md.j2",
         f=finding_view(f, doc.libraries),
+        upstream=upstream if upstream is not None else upstream_view(f, doc),
         campaign=campaign_view(doc),
         xamt_version=doc.xamt_version,
         markers=Markup(""),
