@@ -169,3 +169,77 @@ def test_a_hang_is_told_by_its_parameter_at_a_boundary_where_the_case_holds_one(
     assert hang_trigger(tags) == "param-boundary"
     assert hang_trigger(("nan", "inf")) == "nan"
     assert hang_trigger(()) == "ordinary"
+
+
+def test_element_minimization_cuts_a_16_element_case_to_the_one_element_that_matters() -> None:
+    """The 'bug' needs one ordinary value above 5 anywhere in x1 (position 9 of 16): neither
+    a prefix, a first half nor a special-value cut keeps it, removing chunks does; its value
+    then moves to the roundest number that still shows it."""
+    x1 = np.linspace(-1.0, 1.0, 16).astype(np.float32)
+    x1[9] = 7.3125
+    x2 = np.linspace(0.1, 0.9, 16).astype(np.float32)
+
+    def above_5(cases: list[Case]) -> list[set[str]]:
+        return [{"S"} if (np.asarray(c.values["x1"]) > 5).any() else set() for c in cases]
+
+    original = case(x1, x2)
+    result = minimize(original, "S", GROUP, above_5)
+    small = result.case
+    assert above_5([small]) == [{"S"}]
+    assert element_count(small, GROUP) == 2  # one element in each of x1, x2 (kept aligned)
+    assert np.asarray(small.values["x1"]).reshape(-1).tolist() == [7.0]  # 7.3125, simplified
+    assert np.asarray(small.values["x2"]).reshape(-1).tolist() == [0.0]
+    assert result.stop == "fixpoint" and result.calls <= 160
+    again = minimize(original, "S", GROUP, above_5).case  # deterministic
+    assert again.values["x1"].tobytes() == small.values["x1"].tobytes()
+
+
+def test_simpler_values_are_round_numbers_then_fewer_digits_then_smaller() -> None:
+    from xamt.triage.minimize import simpler_values, simplicity
+
+    f32 = np.dtype(np.float32)
+    found = simpler_values(np.float32(0.7456596), f32)
+    assert found[:7] == [0, 1, -1, 2, -2, 0.5, -0.5]
+    assert np.float32(0.7) in found and np.float32(0.75) in found
+    assert all(simplicity(v) < simplicity(np.float32(0.7456596)) for v in found)
+    assert simpler_values(np.float32(0.0), f32) == []  # already the simplest
+    assert simpler_values(np.float32(np.nan), f32) == []  # special values stay
+    ints = simpler_values(np.int32(12345), np.dtype(np.int32))
+    assert ints[:5] == [0, 1, -1, 2, -2] and 10000 in ints and ints[-1] == 6172
+    assert all(v >= 0 for v in simpler_values(np.uint8(200), np.dtype(np.uint8)))
+
+
+def test_key_dtype_and_trigger_describe_the_minimized_case() -> None:
+    """A finding met in float16 on a case holding NaN and inf, whose 'bug' needs the NaN:
+    minimized to float32 and a lone NaN, its key, dtype, trigger and input classes are the
+    minimized case's, also where it was not re-run and its first trigger (inf) is stale."""
+    from test_findings import finding
+
+    from xamt.oracle.signature import signature_of
+    from xamt.triage.pipeline import _final, as_minimized
+
+    x1 = np.array([np.inf, 3.0, np.nan, 0.5], np.float16)
+    original = case(x1, np.ones(4, np.float16))
+    small = minimize(original, "S", GROUP, nan_in_x1).case
+    assert small.dtype == "float32" and element_count(small, GROUP) == 2
+    sig, key = signature_of(
+        family="value", library="paddle", callable="paddle.add", dtype="float16", trigger="inf"
+    )
+    f = finding(
+        signature=sig,
+        key=key,
+        callable="paddle.add",
+        group="add",
+        dtype="float16",
+        trigger="inf",
+        input_classes=("inf", "nan"),
+    )
+    for described in (
+        _final(f, small, GROUP, "root", "inf", None, []),  # not re-run: keeps its first trigger
+        as_minimized(f, small, GROUP, needed_trigger(small, GROUP, "S", nan_in_x1, ["nan"])),
+    ):
+        assert described.dtype == "float32"
+        assert described.trigger == "nan" and "inf" not in described.input_classes
+        assert described.key == "value/paddle/paddle.add/float32/nan"
+        assert described.signature != f.signature
+        assert described.case["dtype"] == "float32"

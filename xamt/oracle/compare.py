@@ -202,6 +202,7 @@ class _Stack:
         arrays = [leaf.array for leaf in leaves if leaf.array is not None]
         assert len(arrays) == len(leaves), "a numeric position holds arrays only"
         self.libs = libs  # rows before this are libraries; a row after them is the reference
+        self.dtypes = [leaf.dtype for leaf in leaves]  # (bfloat16 rows hold float32 arrays)
         self.size = arrays[0].size
         kinds = {a.dtype.kind for a in arrays}
         tols = [TOLERANCE[leaf.dtype] for leaf in leaves]
@@ -376,6 +377,33 @@ class _Stack:
             return bool(((hi - lo <= bound) | (fin.sum(axis=0) < 2)).all())
 
     note = ""  # said once after an explanation that used this leaf
+
+    def value_example(self, odd: int, major: int) -> tuple[str, str, str] | None:
+        """At the first position where row ``odd``'s value departs from row ``major``'s:
+        each value with the digits that tell them apart (:func:`_digits`), and a note with
+        the dtype, the distance (ULPs in one floating dtype, else the relative error) and
+        the reference's value where there is one. None where they do not depart."""
+        bad = _Stack.mismatch(self, "value", major)
+        if bad is None or not bad[odd].any():
+            return None
+        i = int(np.argmax(bad[odd]))
+        a, b = self._arrays[odd], self._arrays[major]
+        x, y = a[i], b[i]
+        da, db = self.dtypes[odd], self.dtypes[major]
+        notes = [da if da == db else f"{da} vs {db}"]
+        ulps = _ulps(x, y) if da == db == a.dtype.name == b.dtype.name else None
+        if ulps is not None:
+            notes[0] += f", {ulps} ULP"
+        elif not self.exact and not self.complex:
+            with np.errstate(all="ignore"):
+                scale = max(abs(float(x)), abs(float(y)))
+                if scale > 0 and math.isfinite(scale):
+                    notes[0] += f", relative error {abs(float(x) - float(y)) / scale:.2g}"
+        if len(self._arrays) > self.libs:  # the reference row
+            ref, name = self._arrays[self.libs][i], self.dtypes[self.libs]
+            label = "float64 reference" if name == "float64" else f"reference in {name}"
+            notes.append(f"{label} {_digits(ref)}")
+        return _digits(x), _digits(y), "; ".join(notes)
 
     def tally(self, check: str, odd: int, major: int) -> tuple[int, int, str]:
         """For :meth:`_Rows.explain`: positions where row ``odd`` has what row ``major`` has
@@ -823,9 +851,24 @@ class _Rows:
             ]
         else:
             where = f"at {_n(first)}" if first else "outside the sampled positions"
+            shown = self._value_example(odd, major) if check == "value" else None
+            if shown is not None:
+                x, y, note = shown
+                odd_gives = "gives" if who.odd_has == "has" else "give"
+                major_gives = "gives" if who.major_has == "has" else "give"
+                example = f"{o} {odd_gives} {x} where {m} {major_gives} {y}; {note}"
             parts = [f"{o} {who.odd_differs} from {m} {where} (e.g. {example})"]
         text = f"{_TITLES[check]}: " + "; ".join(p for p in parts if p)
         return text + "".join(f" ({note})" for note in notes)
+
+    def _value_example(self, odd: int, major: int) -> tuple[str, str, str] | None:
+        """The first plain (not summarized) leaf's :meth:`_Stack.value_example`."""
+        for stack in self.stacks:
+            if type(stack) is _Stack:
+                found = stack.value_example(odd, major)
+                if found is not None:
+                    return found
+        return None
 
 
 _TITLES = {"nan": "nan mask", "inf": "inf mask", "signed-zero": "signed zero", "value": "value"}
@@ -860,6 +903,33 @@ def _fmt(x: Any) -> str:
         x = float(x)
         return repr(x) if not math.isfinite(x) or x == 0 else f"{x:.7g}"
     return str(x)
+
+
+def _digits(x: Any) -> str:
+    """A value with the digits that tell it apart from any other of its dtype: the shortest
+    repr that round-trips at the value's own dtype (float32's -0.74565965, not
+    -0.7456596)."""
+    if isinstance(x, np.floating | np.complexfloating | np.integer | np.bool_):
+        return str(x)
+    return _fmt(x)
+
+
+def _ulps(x: Any, y: Any) -> int | None:
+    """How many representable values of their (one, floating) dtype lie between two finite
+    values; None for other values."""
+    if not (isinstance(x, np.floating) and isinstance(y, np.floating)) or x.dtype != y.dtype:
+        return None
+    if not (np.isfinite(x) and np.isfinite(y)) or x.dtype.itemsize not in (2, 4, 8):
+        return None
+    bits = 8 * x.dtype.itemsize
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+
+    def order(v: Any) -> int:
+        i = int(np.array(v).view(unsigned))
+        magnitude = i & ((1 << (bits - 1)) - 1)
+        return -magnitude if i >> (bits - 1) else magnitude
+
+    return abs(order(x) - order(y))
 
 
 def _short(text: str, limit: int = 60) -> str:

@@ -10,9 +10,17 @@ Deterministic passes, tried in order until none makes progress or a cap is hit:
 2. **shapes**: slice every array to length 1 or half along one dimension, flatten to the
    first 1-3 elements, or take the first element as a 0-d array (arrays of one shape shrink
    together, so elementwise pairs stay aligned);
-3. **values**: set all ordinary elements to 1, then 0; then each element in turn to 0, 1 or
+3. **elements**: remove chunks of elements along each dimension (halves, quarters, ...,
+   single elements; arrays of one shape lose the same positions), then drop size-1
+   dimensions (an array of one element becomes 0-d, a multi-dimensional one flat);
+4. **values**: set all ordinary elements to 1, then 0; then each element in turn to 0, 1 or
    -1 (special values, the ones that matter, survive because replacing them changes the
-   signature).
+   signature); then each element to a simpler value (:func:`simpler_values`: round numbers,
+   fewer significant digits, a smaller magnitude). Every value pass offers only values
+   simpler than the one it replaces.
+
+A pass that makes progress goes on from its new case until it makes none; then the passes
+start over from the first.
 
 A candidate is kept only if the predicate finds the target signature in it. Candidates are
 evaluated in small batches (one round trip to the workers each) and the first that keeps
@@ -80,28 +88,32 @@ def minimize(
     progress = True
     while progress:
         progress = False
-        for generate in (_dtype, _defaults, _parameters, _shapes, _values):
-            pending = [c for c in generate(current, group) if _fingerprint(c) not in seen]
-            for start in range(0, len(pending), BATCH):
-                if calls >= max_calls:
-                    stop = "max-calls"
-                    break
-                if time.monotonic() - started > max_seconds:
-                    stop = "max-time"
-                    break
-                batch = pending[start : start + BATCH][: max_calls - calls]
-                seen.update(_fingerprint(c) for c in batch)
-                calls += len(batch)
-                shown = predicate(batch)
-                winner = next(
-                    (c for c, sigs in zip(batch, shown, strict=True) if signature in sigs), None
-                )
-                if winner is not None:
-                    current = winner
-                    accepted += 1
-                    progress = True
-                    break
-            if stop != "fixpoint" or progress:
+        for generate in PASSES:
+            improved = True
+            while improved and stop == "fixpoint":  # a pass that helps goes on from its case
+                improved = False
+                pending = [c for c in generate(current, group) if _fingerprint(c) not in seen]
+                for start in range(0, len(pending), BATCH):
+                    if calls >= max_calls:
+                        stop = "max-calls"
+                        break
+                    if time.monotonic() - started > max_seconds:
+                        stop = "max-time"
+                        break
+                    batch = pending[start : start + BATCH][: max_calls - calls]
+                    seen.update(_fingerprint(c) for c in batch)
+                    calls += len(batch)
+                    shown = predicate(batch)
+                    winner = next(
+                        (c for c, sigs in zip(batch, shown, strict=True) if signature in sigs),
+                        None,
+                    )
+                    if winner is not None:
+                        current = winner
+                        accepted += 1
+                        progress = improved = True
+                        break
+            if stop != "fixpoint":
                 break
         if stop != "fixpoint":
             break
@@ -238,8 +250,9 @@ def _parameters(case: Case, group: Group) -> Iterator[Case]:
             continue
         if isinstance(value, int | np.integer):
             for simple in (0, 1):
-                if value != simple:
-                    yield replace(case, values={**case.values, role: simple})
+                if value == simple:
+                    break  # only simpler values: 0 is simpler than 1
+                yield replace(case, values={**case.values, role: simple})
 
 
 def _shapes(case: Case, group: Group) -> Iterator[Case]:
@@ -351,7 +364,126 @@ def _values(case: Case, group: Group) -> Iterator[Case]:
         for i in range(min(flat.size, VALUE_POSITIONS)):
             for value in (0, 1, -1) if arr.dtype.kind not in "bu" else (0, 1):
                 if flat[i] == value and not _is_special(flat[i], arr.dtype):
-                    continue
+                    break  # only simpler values: 0, then 1, then -1
+
                 out = arr.copy()
                 out.reshape(-1)[i] = value
                 yield _with(case, group, {key: out})
+
+
+# --------------------------------------------------------------------------------------------
+# Element-level passes: after the passes above reach their fixpoint, each array is cut to the
+# fewest elements that keep the signature (chunks of halves, quarters ... single elements
+# removed along each dimension), its size-1 dimensions dropped, and its values moved toward
+# round numbers of small magnitude.
+
+DELETE_SINGLES = 24  # along a dimension at most this long, single elements are tried too
+# Round values, simplest first; any other value is simpler with fewer significant digits,
+# then with a smaller magnitude.
+ROUND_VALUES = (0, 1, -1, 2, -2, 0.5, -0.5)
+
+
+def _deletions(case: Case, group: Group) -> Iterator[Case]:
+    """The case with a chunk of elements removed along one dimension: halves first, then
+    quarters, ... then single elements (arrays of one shape lose the same positions)."""
+    arrays = _arrays(case, group)
+    shapes = {a.shape for a in arrays.values()}
+    targets = [list(arrays)] if len(shapes) == 1 else [[k] for k in arrays]
+    for keys in targets:
+        shape = arrays[keys[0]].shape
+        for dim, n in enumerate(shape):
+            if n < 2:
+                continue
+            size = n // 2
+            while size >= 1:
+                if size == 1 and n > DELETE_SINGLES:
+                    break
+                for start in range(0, n, size):
+                    drop = np.arange(start, min(start + size, n))
+                    if len(drop) == n:
+                        continue
+                    new = {
+                        k: np.ascontiguousarray(np.delete(arrays[k], drop, axis=dim)) for k in keys
+                    }
+                    yield _with(case, group, new)
+                size //= 2
+
+
+def _dimensions(case: Case, group: Group) -> Iterator[Case]:
+    """The case with one size-1 dimension dropped, or an array of one element as 0-d, or a
+    multi-dimensional array flattened (arrays of one shape together)."""
+    arrays = _arrays(case, group)
+    shapes = {a.shape for a in arrays.values()}
+    targets = [list(arrays)] if len(shapes) == 1 else [[k] for k in arrays]
+    for keys in targets:
+        shape = arrays[keys[0]].shape
+        reshapes: list[tuple[int, ...]] = []
+        if len(shape) >= 1 and int(np.prod(shape)) == 1:
+            reshapes.append(())
+        reshapes += [shape[:d] + shape[d + 1 :] for d, n in enumerate(shape) if n == 1]
+        if len(shape) > 1:
+            reshapes.append((int(np.prod(shape)),))
+        for target in dict.fromkeys(reshapes):
+            if target != shape:
+                yield _with(case, group, {k: arrays[k].reshape(target).copy() for k in keys})
+
+
+def simplicity(x: Any) -> tuple[int, float]:
+    """How simple a value reads (smaller is simpler): the round values in their order, then
+    fewer significant digits, then a smaller magnitude."""
+    value = x if isinstance(x, np.floating) else np.float64(complex(x).real)
+    if float(value) in ROUND_VALUES and not (value == 0 and np.signbit(value)):
+        return (0, float(ROUND_VALUES.index(float(value))))
+    # the shortest digits that give the value back at its own dtype
+    mantissa = np.format_float_scientific(value, unique=True).split("e")[0]
+    digits = len(mantissa.replace("-", "").replace(".", "").rstrip("0") or "0")
+    return (1 + digits, abs(float(value)))
+
+
+def simpler_values(x: Any, dtype: np.dtype[Any]) -> list[Any]:
+    """Candidates simpler than ``x`` (:func:`simplicity`) that ``dtype`` holds exactly, in
+    order: the round values, ``x`` rounded to 1, 2, ... significant digits, half of ``x``."""
+    if dtype.kind not in "iuf" or _is_special(x, dtype):
+        return []
+    value = float(x)
+    found: list[Any] = []
+    candidates: list[float] = [float(v) for v in ROUND_VALUES]
+    candidates += [float(f"{value:.{k}g}") for k in range(1, 8)]
+    candidates.append(value / 2 if dtype.kind == "f" else float(int(value) // 2))
+    with np.errstate(all="ignore"):
+        for c in candidates:
+            if dtype.kind in "iu":
+                info = np.iinfo(dtype)
+                if not c.is_integer() or not info.min <= c <= info.max:
+                    continue  # a fraction, or out of the integer type's range
+            held = dtype.type(c)
+            if held in found or simplicity(held) >= simplicity(x):
+                continue
+            found.append(held)
+    return found
+
+
+def _simpler(case: Case, group: Group) -> Iterator[Case]:
+    """The case with one element moved to a simpler value (:func:`simpler_values`)."""
+    for key, arr in _arrays(case, group).items():
+        flat = arr.reshape(-1)
+        for i in range(min(flat.size, VALUE_POSITIONS)):
+            for value in simpler_values(flat[i], arr.dtype):
+                out = arr.copy()
+                out.reshape(-1)[i] = value
+                yield _with(case, group, {key: out})
+
+
+# The passes in order. The element cuts follow the shape cuts and come before the value
+# passes, whose candidates are one per element: on a 16-element pair the value passes alone
+# would spend the call cap before any element is removed.
+PASSES: tuple[Callable[[Case, Group], Iterator[Case]], ...] = (
+    _dtype,
+    _defaults,
+    _parameters,
+    _shapes,
+    _deletions,
+    _dimensions,
+    _values,
+    _simpler,
+)

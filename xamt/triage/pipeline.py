@@ -19,22 +19,28 @@ For each reproduced finding not triaged yet:
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from xamt.catalog.model import ARRAY_ROLES, Group
+import numpy as np
+
+from xamt.catalog.model import ARRAY_ROLES, Group, Member
 from xamt.catalog.shared import shared_code
 from xamt.findings import GRADIENT, Finding, KnownRef, Minimization, decode_case
+from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference
 from xamt.oracle.signature import normalize_message, signature_of
 from xamt.outcomes import outcome_summary
-from xamt.paths import check_signature, inside
+from xamt.paths import check_identifier, check_signature, inside, replace_file
 from xamt.replay import (
+    ORDINARY,
     Replay,
     Replayed,
+    case_dtype,
     finding_of,
     hang_trigger,
     judge_case,
@@ -47,6 +53,14 @@ from xamt.store import Store, StoreError
 from xamt.triage import docs
 from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
+from xamt.triage.short import (
+    NPZ,
+    ShortRepro,
+    hold_back_reason,
+    interpreter_of,
+    run_standalone,
+    short_script,
+)
 from xamt.types import Case
 from xamt.workers.pool import Doc, WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES
@@ -416,6 +430,7 @@ def triage(
         if f.kind != "hang":
             root_trigger.setdefault(root_of(f), trigger_of(f.input_classes))
     where = Moves(store)
+    standalone: list[tuple[str, Path, ShortRepro]] = []  # suspected bugs' short repros to run
     for i, (s, row) in enumerate(zip(shrunk, todo, strict=True)):
         if i in finished:
             where.drop(row.signature)
@@ -475,9 +490,15 @@ def triage(
         final = final.replace(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
+        written = write_short(folder, final, members, s.current, rerun, versions)
+        if written is not None:
+            final = final.replace(short_repro=str(written[0].relative_to(out_dir)))
+            if final.suspected:
+                standalone.append((final.signature, written[0], written[1]))
         where.rekey(row.signature, final)
         if final.suspected:
             attach.append(final)
+    _check_standalone(store, where, standalone, progress, late)
     # the suspected bugs as the store now holds them (a later rekey may have moved one)
     attach = [
         store.finding(where.now(f.signature)).finding for f in attach if where.now(f.signature)
@@ -494,6 +515,71 @@ def triage(
         elements_before=tuple(before),
         elements_after=tuple(after),
     )
+
+
+def write_short(
+    folder: Path,
+    f: Finding,
+    members: Mapping[str, Member],
+    case: Case,
+    rerun: Replayed | None,
+    versions: Mapping[str, str],
+) -> tuple[Path, ShortRepro] | None:
+    """Write ``f``'s short repro (:mod:`xamt.triage.short`) as ``short_<library>.py`` in its
+    repro ``folder`` (and ``short_inputs.npz`` past the inline limit); None where it has none.
+    Its departure is read from the re-run of the minimized case (``rerun``)."""
+    member = members.get(f.library)
+    if member is None:
+        return None
+    short = short_script(
+        finding=f,
+        member=member,
+        case=case,
+        outcomes=rerun.outcomes if rerun is not None else None,
+        reference=rerun.reference if rerun is not None else None,
+        version=versions.get(f.library, "unknown"),
+    )
+    if short is None:
+        return None
+    check_identifier("library", f.library, f"{folder}: a short repro")
+    if short.arrays:
+        buffer = io.BytesIO()
+        np.savez(buffer, **short.arrays)  # type: ignore[arg-type]
+        replace_file(folder / NPZ, buffer.getvalue())
+    path = replace_file(folder / f"short_{f.library}.py", short.text.encode())
+    return path, short
+
+
+def _check_standalone(
+    store: Store,
+    where: Moves,
+    scripts: Sequence[tuple[str, Path, ShortRepro]],
+    progress: Callable[[str], None],
+    late: Callable[[], bool],
+) -> None:
+    """Run each suspected bug's short repro in a fresh process of its library's environment
+    (:func:`xamt.triage.short.run_standalone`); a finding whose repro does not show the
+    departure is kept, with ``held_back`` saying why, and the log says so. Past the time
+    budget the runs are skipped, and the findings held back as unchecked."""
+    for signature, path, short in scripts:
+        now = where.now(signature)
+        if not now:
+            continue
+        f = store.finding(now).finding
+        if late():
+            verdict = "it was not run: the time budget ran out first"
+        else:
+            python = interpreter_of(f.library)
+            verdict = (
+                run_standalone(path, python=python, shows=short.shows, error=short.error)
+                if python is not None
+                else f"it was not run: no usable {f.library} environment"
+            )
+        reason = hold_back_reason(f.library, verdict)
+        if reason:
+            progress(f"held back {f.key}: {reason}")
+        if reason != f.held_back:
+            store.update_finding(f.replace(held_back=reason))
 
 
 class Moves:
@@ -679,6 +765,40 @@ def _attach_documentation(
     return reclassified
 
 
+def as_minimized(
+    f: Finding,
+    case: Case,
+    group: Group,
+    trigger: str,
+    tags: Sequence[str] | None = None,
+) -> Finding:
+    """``f`` described by its minimized ``case``: the case, its input dtype, its input classes
+    (``tags``, else computed from it), a trigger it still holds (``trigger``, else the first
+    class it holds: a trigger found on the original case, which minimization moved away from,
+    is not this case's), and the signature and key of those. A gradient finding's trigger is
+    its oracle and stays."""
+    tags = tuple(tags) if tags is not None else tuple(input_classes(case, group))
+    if f.kind != GRADIENT and trigger != ORDINARY and trigger not in triggers_in(tags):
+        trigger = trigger_of(tags)
+    dtype = case_dtype(case, group)
+    sig, key = signature_of(
+        family=f.family,
+        library=f.library,
+        callable=f.callable,
+        dtype=dtype,
+        trigger=trigger,
+        error=f.error,
+    )
+    return f.replace(
+        signature=sig,
+        key=key,
+        dtype=dtype,
+        trigger=trigger,
+        input_classes=tags,
+        case=case_to_jsonable(case),
+    )
+
+
 def _final(
     f: Finding,
     case: Case,
@@ -704,21 +824,9 @@ def _final(
     )
     signed = next((s for s in again.signed if s.root == root), None) if again else None
     if again is None or signed is None:
-        # not re-run (a hang), or flaky on the last run: keep what was seen
-        sig, key = signature_of(
-            family=f.family,
-            library=f.library,
-            callable=f.callable,
-            dtype=f.dtype,
-            trigger=trigger,
-            error=f.error,
-        )
-        return f.replace(
-            signature=sig,
-            key=key,
-            trigger=trigger,
-            input_classes=again.tags if again else f.input_classes,
-            case=case_to_jsonable(case),
+        # not re-run (a hang), or flaky on the last run: keep what was seen, described by
+        # the minimized case
+        return as_minimized(f, case, group, trigger, again.tags if again else None).replace(
             outputs={lib: outcome_summary(o) for lib, o in again.outcomes.items()}
             if again
             else f.outputs,

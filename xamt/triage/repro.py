@@ -196,6 +196,9 @@ class ValueCode:
 class _Renderer(ValueCode):
     """Turns call values into code for one library, collecting large arrays for an npz."""
 
+    INDENT = "    "
+    NPZ_LOAD = "numpy.load(_HERE / 'inputs.npz')['{}']"  # how a large array is read back
+
     def __init__(self, library: str, api: str) -> None:
         self.library = library
         self.api = api
@@ -209,10 +212,10 @@ class _Renderer(ValueCode):
         dtype = "float32" if bf16 else arr.dtype.name
         name = f"a{len(self.arrays)}"
         if arr.size <= INLINE_LIMIT:
-            self.arrays.append(f"    {name} = {_array_literal(arr, dtype)}")
+            self.arrays.append(f"{self.INDENT}{name} = {self.literal(arr, dtype)}")
         else:
             self.npz[name] = arr
-            self.arrays.append(f"    {name} = numpy.load(_HERE / 'inputs.npz')['{name}']")
+            self.arrays.append(f"{self.INDENT}{name} = {self.NPZ_LOAD.format(name)}")
         template = TO_NATIVE[self.library]
         if self.library == "mxnet" and self.api.startswith(("mxnet.np.", "mxnet.npx.")):
             template = MXNET_NP
@@ -226,6 +229,10 @@ class _Renderer(ValueCode):
 
     def dtype(self, name: str) -> str:
         return DTYPE_EXPR[self.library].format(name)
+
+    def literal(self, arr: np.ndarray, dtype: str) -> str:
+        """The exact inline literal of a small array."""
+        return _array_literal(arr, dtype)
 
 
 def library_script(
