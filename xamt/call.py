@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from xamt import envs
-from xamt.errors import UsageError
+from xamt.errors import UnknownApi, UsageError
 from xamt.libraries import library_of_api
 from xamt.oracle.verdict import Judgement, Terms, judge
 from xamt.types import Call, Outcome
+from xamt.workers.api_paths import FOREIGN_MODULES, foreign_component
 from xamt.workers.pool import DEFAULT_DEADLINE, DEFAULT_MEMORY_CAP, WorkerPool
 
 
@@ -30,10 +31,18 @@ class CallResult:
 
 
 def apis_by_library(apis: Sequence[str]) -> dict[str, str]:
-    """library -> API, one API per library (UsageError for two of one library)."""
+    """library -> API, one API per library (UsageError for two of one library; UnknownApi for
+    a path through a module outside its library, ``torch.os.kill``, refused before any worker
+    starts: the worker would refuse it too)."""
     by_lib: dict[str, str] = {}
     for api in apis:
         lib = library_of_api(api)
+        foreign = foreign_component(api)
+        if foreign is not None:
+            raise UnknownApi(
+                f"{api!r} refused: it reaches module {foreign!r} ({FOREIGN_MODULES[foreign]}), "
+                f"outside {lib}; API paths stay inside their library"
+            )
         if lib in by_lib:
             raise UsageError(f"two APIs of {lib} ({by_lib[lib]}, {api}); give one per library")
         by_lib[lib] = api

@@ -12,6 +12,10 @@
 =======================  ==================================================
 
 Keywords are written ``name=VALUE``.
+
+A generator's input is checked before anything is allocated: its sizes must be whole numbers
+of zero or more, and its bytes at most the limit of :func:`xamt.memory.call_input_limit` (a
+share of the memory budget; ``XAMT_CALL_INPUT_LIMIT`` overrides it).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from xamt import memory
 from xamt.errors import UsageError
 from xamt.inputs.values import round_to_bfloat16
+from xamt.workers.pool import DEFAULT_MEMORY_CAP
 from xamt.workers.protocol import DTYPE_NAMES, BFloat16, DType
 
 CONSTANTS = {"nan": math.nan, "inf": math.inf, "True": True, "False": False, "None": None}
@@ -52,7 +58,52 @@ def _literal(node: ast.AST, text: str) -> Any:
     )
 
 
-def _generate(call: ast.Call, dtype: str, rng: np.random.Generator, text: str) -> np.ndarray:
+def _shape(args: list[Any], text: str) -> tuple[int, ...]:
+    """A generator's sizes as a shape: whole numbers of zero or more (UsageError otherwise)."""
+    shape = []
+    for a in args:
+        whole = isinstance(a, int) or (isinstance(a, float) and a.is_integer())
+        if isinstance(a, bool) or not whole:
+            raise UsageError(f"cannot make {text!r}: the size {a!r} is not a whole number")
+        if a < 0:
+            raise UsageError(f"cannot make {text!r}: the size {int(a)} is negative")
+        shape.append(int(a))
+    return tuple(shape)
+
+
+def _arange_count(args: list[Any], text: str) -> int:
+    """How many values ``arange(*args)`` makes, computed without making them."""
+    if not 1 <= len(args) <= 3 or not all(
+        isinstance(a, int | float) and not isinstance(a, bool) and math.isfinite(a) for a in args
+    ):
+        raise UsageError(f"cannot make {text!r}: arange takes 1 to 3 finite numbers")
+    start, stop, step = 0, args[0], 1
+    if len(args) > 1:
+        start, stop = args[0], args[1]
+    if len(args) > 2:
+        step = args[2]
+    if step == 0:
+        raise UsageError(f"cannot make {text!r}: arange's step is 0")
+    if all(isinstance(a, int) for a in (start, stop, step)):
+        return max(0, -((start - stop) // step))  # exact for any size: no range() needed
+    return max(0, math.ceil((stop - start) / step))
+
+
+def _check_size(name: str, count: int, np_dtype: str, limit: int, text: str) -> None:
+    """Refuse, before allocating, a generated input of more than ``limit`` bytes."""
+    size = count * np.dtype(np_dtype).itemsize
+    if size > limit:
+        values = f"{count:,}" if count < 10**12 else f"{count:.3g}"
+        raise UsageError(
+            f"cannot make {text!r}: {name} would make {values} values, "
+            f"{memory.size_text(size)}, over the limit of {memory.size_text(limit)} per input "
+            "(a share of xamt's memory budget; set XAMT_CALL_INPUT_LIMIT to change it)"
+        )
+
+
+def _generate(
+    call: ast.Call, dtype: str, rng: np.random.Generator, text: str, limit: int
+) -> np.ndarray:
     assert isinstance(call.func, ast.Name)
     name = call.func.id
     args = [_literal(a, text) for a in call.args]
@@ -60,10 +111,14 @@ def _generate(call: ast.Call, dtype: str, rng: np.random.Generator, text: str) -
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = list(args[0])
     np_dtype = "float32" if dtype == "bfloat16" else dtype
+    if name == "arange":
+        _check_size(name, _arange_count(args, text), np_dtype, limit, text)
+    else:
+        shape = _shape(args, text)
+        _check_size(name, math.prod(shape), np_dtype, limit, text)
     try:
         if name == "arange":
             return np.arange(*args).astype(np_dtype)
-        shape = tuple(int(a) for a in args)
         out: np.ndarray
         if name == "randn":
             out = rng.standard_normal(shape)
@@ -80,12 +135,14 @@ def _generate(call: ast.Call, dtype: str, rng: np.random.Generator, text: str) -
         if np.dtype(np_dtype).kind == "c" and name in ("randn", "rand"):
             out = out + 1j * rng.standard_normal(shape)
         return out.astype(np_dtype)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, MemoryError) as exc:
         raise UsageError(f"cannot make {text!r}: {exc}") from None
 
 
-def parse_value(text: str, rng: np.random.Generator) -> Any:
-    """Turn one command-line value into a call argument."""
+def parse_value(text: str, rng: np.random.Generator, *, limit: int | None = None) -> Any:
+    """Turn one command-line value into a call argument; a generated input may take at most
+    ``limit`` bytes (default :func:`xamt.memory.call_input_limit` for the worker pool's
+    memory cap)."""
     text = text.strip()
     if text.startswith("@"):
         name = text[1:]
@@ -106,7 +163,9 @@ def parse_value(text: str, rng: np.random.Generator) -> Any:
         and isinstance(node.func, ast.Name)
         and node.func.id in GENERATORS
     ):
-        arr = _generate(node, dtype or "float32", rng, text)
+        if limit is None:
+            limit = memory.call_input_limit(DEFAULT_MEMORY_CAP)
+        arr = _generate(node, dtype or "float32", rng, text, limit)
     else:
         value = _literal(node, text)
         if not dtype:
@@ -120,19 +179,23 @@ def parse_value(text: str, rng: np.random.Generator) -> Any:
     return arr
 
 
-def parse_keyword(text: str, rng: np.random.Generator) -> tuple[str, Any]:
+def parse_keyword(
+    text: str, rng: np.random.Generator, *, limit: int | None = None
+) -> tuple[str, Any]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip().isidentifier():
         raise UsageError(f"keyword arguments are written NAME=VALUE, got {text!r}")
-    return name.strip(), parse_value(value, rng)
+    return name.strip(), parse_value(value, rng, limit=limit)
 
 
-def parse_keywords(texts: Sequence[str], rng: np.random.Generator) -> dict[str, Any]:
+def parse_keywords(
+    texts: Sequence[str], rng: np.random.Generator, *, limit: int | None = None
+) -> dict[str, Any]:
     """``NAME=VALUE`` keywords, each name once (a repeated name is a usage error, not the last
     one winning)."""
     kwargs: dict[str, Any] = {}
     for text in texts:
-        name, value = parse_keyword(text, rng)
+        name, value = parse_keyword(text, rng, limit=limit)
         if name in kwargs:
             raise UsageError(f"keyword {name!r} given twice (-k {text!r}); give each name once")
         kwargs[name] = value

@@ -9,7 +9,9 @@ once with the operations it affects.
 Note:
     An entry suppresses a behaviour because its documentation says it is intended, never a
     kind of finding because it is noisy: every entry needs a link, and its patterns must be
-    narrow enough that a real bug of the same library does not match.
+    narrow enough that a real bug of the same library does not match. A user may pass their
+    own file: a pattern that could backtrack exponentially is refused at load
+    (:mod:`xamt.regexes`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from xamt.errors import XamtError
 from xamt.findings import KINDS, Classification, KnownRef
 from xamt.libraries import library_names
 from xamt.oracle.checks import CONDITIONS
+from xamt.regexes import UnboundedPattern, compile_bounded
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "triage" / "known_differences.toml"
 REQUIRED = ("id", "policy", "reason", "link")
@@ -154,8 +157,13 @@ def _entry(raw: dict[str, Any], where: str) -> KnownDifference:
             if not isinstance(raw[field], str):
                 raise KnownDifferencesError(f"{where}: {field} must be a regular expression")
             try:
-                patterns.append((field, re.compile(raw[field])))
-            except re.error as exc:
+                patterns.append((field, compile_bounded(raw[field])))
+            except UnboundedPattern as exc:
+                raise KnownDifferencesError(
+                    f"{where}: {field} {raw[field]!r} is refused: {exc}; write it so that "
+                    "each round of a repetition starts with what the last cannot end with"
+                ) from None
+            except (re.error, RecursionError, OverflowError) as exc:
                 raise KnownDifferencesError(
                     f"{where}: {field} {raw[field]!r} is not a regular expression: {exc}"
                 ) from None

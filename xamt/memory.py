@@ -10,11 +10,16 @@ fits in it::
 
     result_budget = (memory_budget - BASELINE) / ((libraries + 1) * (IN_FLIGHT_CASES + WORKING))
 
+``xamt call`` makes its inputs from generators (``randn(3, 4)``); one generated input may take
+at most :func:`call_input_limit` bytes, a share of the smaller of the memory budget and a
+worker's memory cap, checked before anything is allocated.
+
 Knobs: ``XAMT_MEMORY_BUDGET`` (bytes, or with a K/M/G suffix; default :data:`MEMORY_FRACTION`
-of the machine's memory: ``MemTotal``, or the cgroup's limit when lower) and
-``XAMT_RESULT_BUDGET`` (the per-call budget itself, overriding the derivation). Both depend on
-the machine only, never on what is free at the moment, so a resumed campaign summarizes the
-same results as the run it resumes.
+of the machine's memory: ``MemTotal``, or the cgroup's limit when lower),
+``XAMT_RESULT_BUDGET`` (the per-call budget itself, overriding the derivation) and
+``XAMT_CALL_INPUT_LIMIT`` (the limit of one ``xamt call`` input, overriding its derivation).
+They depend on the machine only, never on what is free at the moment, so a resumed campaign
+summarizes the same results as the run it resumes.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ IN_FLIGHT_CASES = 3 * 48
 WORKING = 16
 MIN_RESULT_BUDGET = 64 << 10  # a summary's sample (4096 complex128 values) always fits
 MAX_RESULT_BUDGET = 64 << 20
+# `xamt call`: the copies of one generated input held at once. The orchestrator makes it in
+# float64 (complex128) and casts it, then frames it for each worker; a worker holds the
+# received frame, the library's own copy, a result of like size and its reply.
+CALL_INPUT_COPIES = 8
+MIN_CALL_INPUT = 1 << 20
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -106,3 +116,27 @@ def result_budget(libraries: int, budget: int | None = None) -> int:
     held = (max(libraries, 1) + 1) * (IN_FLIGHT_CASES + WORKING)
     per_call = (budget - BASELINE) // held
     return int(min(MAX_RESULT_BUDGET, max(MIN_RESULT_BUDGET, per_call)) >> 10 << 10)
+
+
+def call_input_limit(worker_cap: int, budget: int | None = None) -> int:
+    """Bytes one generated input of ``xamt call`` may take: ``XAMT_CALL_INPUT_LIMIT``, else
+    the smaller of the memory ``budget`` (default :func:`memory_budget`) and a worker's
+    ``worker_cap`` (extra address space), shared among :data:`CALL_INPUT_COPIES` copies."""
+    text = os.environ.get("XAMT_CALL_INPUT_LIMIT", "").strip()
+    if text:
+        return parse_size(text, "XAMT_CALL_INPUT_LIMIT")
+    if budget is None:
+        budget = memory_budget()
+    held = min(budget, worker_cap) if worker_cap > 0 else budget
+    return max(MIN_CALL_INPUT, held // CALL_INPUT_COPIES)
+
+
+def size_text(n: int) -> str:
+    """Bytes in binary units for a message: ``858.3 MiB``, ``1.0 GiB`` (``3.64e+25 B`` past
+    a thousand TiB)."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TiB" if value < 1000 else f"{float(n):.3g} B"

@@ -30,7 +30,8 @@ from xamt.catalog.vocabulary import DL_ARRAY_ROLES as DL_ARRAY_ROLES
 from xamt.catalog.vocabulary import ROLES as ROLES
 from xamt.catalog.vocabulary import SEQUENCE_ROLE as SEQUENCE_ROLE
 from xamt.catalog.vocabulary import CatalogError, role_vocabulary
-from xamt.libraries import library_names
+from xamt.libraries import adapter_class, library_names
+from xamt.workers.api_paths import FOREIGN_MODULES, foreign_component
 
 SCHEMA = 1
 CATALOG_PATH = Path(__file__).resolve().parent / "data" / "catalog.json"
@@ -344,6 +345,7 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
                         f"{where}: member {m.api} uses unknown role {role!r}; "
                         f"roles are {', '.join(vocabulary)}"
                     )
+            _check_paths(where, m)
             _check_dl(where, m)
         if group.reference and group.reference not in formulas.BY_NAME:
             raise CatalogError(
@@ -359,6 +361,35 @@ def load(path: Path = CATALOG_PATH) -> Catalog:
         groups.append(group)
     libraries = data.get("libraries", {})
     return Catalog(libraries=dict(libraries), groups=tuple(groups))
+
+
+def _check_paths(where: str, m: Member) -> None:
+    """Every path of a member (``api``, ``callable``, ``callables``) starts at its library's
+    root and names none of :data:`~xamt.workers.api_paths.FOREIGN_MODULES` on the way
+    (``torch.os.kill``): the worker refuses such a path too, but a catalog says it here, before
+    any worker starts.
+
+    Note:
+        This check imports no library, so it cannot see every way out (a library attribute
+        that is another package's module under its own name); the worker's walk, which checks
+        the module of every object it reaches, is the guard.
+    """
+    roots = adapter_class(m.library).roots
+    for path in (m.api, m.callable, *m.callables.values()):
+        if not path:
+            continue
+        if path.split(".", 1)[0] not in roots:
+            raise CatalogError(
+                f"{where}: member {m.api}: path {path!r} is not in {m.library} "
+                f"(its paths start with {' or '.join(roots)})"
+            )
+        foreign = foreign_component(path)
+        if foreign is not None:
+            raise CatalogError(
+                f"{where}: member {m.api}: path {path!r} reaches module {foreign!r} "
+                f"({FOREIGN_MODULES[foreign]}), outside {m.library}; API paths stay inside "
+                "their library"
+            )
 
 
 def _check_dl(where: str, m: Member) -> None:

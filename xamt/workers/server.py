@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from xamt.workers import protocol
+from xamt.workers import api_paths, protocol
 from xamt.workers.adapters.base import Adapter, Unsupported
 from xamt.workers.protocol import (
     RESOURCE_PATTERNS,
@@ -58,6 +58,10 @@ TRACEBACK_FRAMES = 6
 
 class UnknownApi(Exception):
     """The API path does not name a callable of this library."""
+
+
+class OutsideLibrary(UnknownApi):
+    """The API path leads out of the library (``torch.os.kill``): refused, never called."""
 
 
 # How deep :func:`_code_of` follows a call to a function of the same name (an API that hands
@@ -189,13 +193,20 @@ class Server:
 
     # --- API resolution --------------------------------------------------------------------
     def resolve(self, api: str) -> Any:
+        """The callable ``api`` names, walked attribute by attribute from the library's root.
+
+        Every module the walk passes through and the object it ends on must belong to the
+        adapter's own packages (:mod:`xamt.workers.api_paths`): ``torch.os.kill`` is refused
+        at ``torch.os`` (module ``os``) before anything is called.
+        """
         fn = self.cache.get(api)
         if fn is not None:
             return fn
         parts = api.split(".")
         if not api or any(not p.isidentifier() for p in parts):
             raise UnknownApi(f"{api!r} is not a dotted API path")
-        if parts[0] == TESTING_ROOT and self.testing:
+        testing = parts[0] == TESTING_ROOT and self.testing
+        if testing:
             obj: Any = _testing_ops()
         elif parts[0] in self.adapter.roots:
             obj = self.adapter.lib
@@ -204,8 +215,8 @@ class Server:
                 f"{api!r} is not in {self.adapter.name} (paths start with "
                 f"{' or '.join(self.adapter.roots)})"
             )
-        module_path = self.adapter.roots[0] if parts[0] != TESTING_ROOT else None
-        for part in parts[1:]:
+        module_path = self.adapter.roots[0] if not testing else None
+        for i, part in enumerate(parts[1:], start=2):
             if part.startswith("__"):
                 raise UnknownApi(f"{api!r}: private attribute {part!r}")
             nxt = getattr(obj, part, None)
@@ -217,11 +228,24 @@ class Server:
             if nxt is None:
                 raise UnknownApi(f"{api!r}: {self.adapter.name} has no attribute {part!r}")
             obj = nxt
+            if not testing:
+                self.check_inside(api, ".".join(parts[:i]), obj, last=i == len(parts))
             module_path = f"{module_path}.{part}" if module_path and inspect.ismodule(obj) else None
         if not callable(obj):
             raise UnknownApi(f"{api!r} is not callable")
         self.cache[api] = obj
         return obj
+
+    def check_inside(self, api: str, reached: str, obj: Any, *, last: bool) -> None:
+        """Refuse (:class:`OutsideLibrary`) a path whose step ``reached`` left the library."""
+        packages = self.adapter.own_packages()
+        module = api_paths.outside_module(obj, packages, self.adapter.adopted, last=last)
+        if module is not None:
+            raise OutsideLibrary(
+                f"{api!r} refused: {reached} is {'module' if inspect.ismodule(obj) else 'from'} "
+                f"{module!r}, outside {self.adapter.name} (API paths reach only "
+                f"{', '.join(packages)})"
+            )
 
     # --- conversion ------------------------------------------------------------------------
     def to_native(self, value: Any, api: str) -> Any:

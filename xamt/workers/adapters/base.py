@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -30,17 +32,33 @@ class Adapter:
     """Base class: numpy-level defaults that library adapters override.
 
     Subclasses set ``name`` (xamt's library name), ``roots`` (top-level module names accepted
-    at the start of an API path; the first one is canonical), ``namespaces`` (modules listed by
-    ``describe``) and implement :meth:`load`, :meth:`native_dtype`, :meth:`array_to_native`,
+    at the start of an API path; the first one is canonical), ``packages`` (the top-level
+    packages an API path may reach, see :mod:`xamt.workers.api_paths`), ``adopted`` where the
+    library re-exports another package's functions as its own, ``namespaces`` (modules listed
+    by ``describe``) and implement :meth:`load`, :meth:`native_dtype`, :meth:`array_to_native`,
     :meth:`is_native` and :meth:`native_to_numpy`.
     """
 
     name = "base"
     roots: tuple[str, ...] = ()
+    # The top-level packages whose modules and objects an API path of this library may reach:
+    # every module a path passes through and the object it ends on must belong to one of them
+    # (the library's own code lives under more than one name: tensorflow's high-level API in
+    # ``keras``). Empty: ``roots[0]`` alone.
+    packages: tuple[str, ...] = ()
+    # Packages whose *functions* the library re-exports as its own public API, each with why
+    # and a link that shows it: a path may end on such a function, never pass through one of
+    # the package's modules.
+    adopted: ClassVar[Mapping[str, str]] = MappingProxyType({})
     namespaces: tuple[str, ...] = ()
     # Namespaces whose functions take keyword arguments only (tensorflow.raw_ops).
     keyword_only_namespaces: tuple[str, ...] = ()
     device = "cpu"
+
+    @classmethod
+    def own_packages(cls) -> tuple[str, ...]:
+        """The packages an API path may reach (:attr:`packages`, else the canonical root)."""
+        return cls.packages or cls.roots[:1]
 
     def __init__(self) -> None:
         self.lib: Any = None

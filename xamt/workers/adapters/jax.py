@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,15 @@ from .base import (
 class JaxAdapter(Adapter):
     name = "jax"
     roots = ("jax",)
+    packages = ("jax", "jaxlib")
+    adopted = MappingProxyType(
+        {
+            "numpy": (
+                "jax.numpy re-exports numpy.iterable as its own: "
+                "https://github.com/jax-ml/jax/blob/main/jax/numpy/__init__.py"
+            )
+        }
+    )
     namespaces = (
         "jax.numpy",
         "jax.numpy.linalg",

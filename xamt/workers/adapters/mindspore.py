@@ -22,6 +22,7 @@ from .base import (
 class MindsporeAdapter(Adapter):
     name = "mindspore"
     roots = ("mindspore", "ms")
+    packages = ("mindspore",)
     namespaces = (
         "mindspore.ops",
         "mindspore.mint",

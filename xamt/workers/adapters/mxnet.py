@@ -5,6 +5,7 @@ numpy semantics for shapes (0 is a size, not "unknown") are switched on for both
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,16 @@ NUMPY_NAMESPACES = ("mxnet.np.", "mxnet.numpy.", "mxnet.npx.", "mx.np.", "mx.npx
 class MxnetAdapter(Adapter):
     name = "mxnet"
     roots = ("mxnet", "mx")
+    packages = ("mxnet",)
+    adopted = MappingProxyType(
+        {
+            "numpy": (
+                "mxnet.np's fallback re-exports the numpy functions it does not implement "
+                "(mxnet.np.allclose, mxnet.np.linalg.cond): "
+                "https://github.com/apache/mxnet/blob/v1.9.1/python/mxnet/numpy/fallback.py"
+            )
+        }
+    )
     namespaces = (
         "mxnet.nd",
         "mxnet.np",

@@ -13,6 +13,7 @@ from .base import Adapter
 class NumpyAdapter(Adapter):
     name = "numpy"
     roots = ("numpy", "np")
+    packages = ("numpy",)
     namespaces = ("numpy", "numpy.linalg", "numpy.fft", "numpy.ndarray")
 
     def native_dtype(self, name: str) -> Any:

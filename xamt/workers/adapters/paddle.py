@@ -22,6 +22,7 @@ from .base import (
 class PaddleAdapter(Adapter):
     name = "paddle"
     roots = ("paddle",)
+    packages = ("paddle",)
     namespaces = ("paddle", "paddle.nn.functional", "paddle.linalg", "paddle.fft", "paddle.Tensor")
 
     def load(self) -> None:

@@ -14,6 +14,7 @@ from .base import NOT_DIFFERENTIABLE, Adapter, Unsupported, argument, leaves, pi
 class TensorflowAdapter(Adapter):
     name = "tensorflow"
     roots = ("tensorflow", "tf")
+    packages = ("tensorflow", "keras")
     namespaces = (
         "tensorflow",
         "tensorflow.math",

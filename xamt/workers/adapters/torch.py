@@ -21,6 +21,7 @@ from .base import (
 class TorchAdapter(Adapter):
     name = "torch"
     roots = ("torch",)
+    packages = ("torch",)
     namespaces = (
         "torch",
         "torch.nn.functional",
