@@ -153,7 +153,9 @@ def _read_input(folder: Path) -> _Input:
         check_signature(sig, f"{findings_path}: nothing was merged", FindingsError)
     if not has_store:
         return _Input(path=folder, document=document, findings=document.findings)
-    with Store(store_path) as store:  # checks it is an xamt store of the schema we read
+    # read only (a shard may be on a read-only medium); checks it is an xamt store of the
+    # schema we read
+    with Store(store_path, readonly=True) as store:
         rows = store.findings()
         for row in rows:
             check_signature(row.signature, f"{store_path}: nothing was merged", StoreError)

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from xamt.errors import OutputError, XamtError
@@ -135,3 +138,72 @@ def writable_folder(path: Path, hint: str = "choose another") -> Path:
             f"cannot write to the output folder {path}: {exc.strerror or exc}; {hint}"
         ) from None
     return path
+
+
+class FolderBusy(XamtError):
+    """Another xamt process holds the output folder (one campaign per folder)."""
+
+    exit_code = 24
+
+
+HOLDER_NAME = ".xamt.holder"  # which process holds a folder (see folder_lock)
+
+
+class FolderLock:
+    """A held output folder (:func:`folder_lock`); :meth:`announce` writes who holds it."""
+
+    def __init__(self, folder: Path, what: str) -> None:
+        self.folder = folder
+        self.what = what
+        self.announced = False
+
+    def announce(self) -> None:
+        """Say in :data:`HOLDER_NAME` which process holds the folder (once the run is past
+        checking its input: a refused run leaves nothing in the folder)."""
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            (self.folder / HOLDER_NAME).write_text(
+                f"process {os.getpid()} ({self.what}, since {since})\n"
+            )
+            self.announced = True
+        except OSError:
+            pass  # only a courtesy to a second process; the store says what cannot be written
+
+
+@contextmanager
+def folder_lock(folder: Path, what: str) -> Iterator[FolderLock]:
+    """Hold ``folder``'s advisory lock for the block: one campaign per output folder.
+
+    The lock is ``flock`` on the folder itself (nothing is created; the kernel releases it when
+    the process ends, however it ends, so a killed campaign leaves no stale lock). A second
+    holder gets :class:`FolderBusy` naming the process that :meth:`FolderLock.announce` wrote;
+    a folder that cannot be opened, :class:`~xamt.errors.OutputError`.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot use the output folder {folder}: {exc.strerror or exc}; choose another "
+            "with --out"
+        ) from None
+    lock = FolderLock(folder, what)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = (folder / HOLDER_NAME).read_text(errors="replace").strip()
+            except OSError:
+                holder = ""
+            raise FolderBusy(
+                f"{folder}: in use by {holder or 'another xamt process'}; one campaign per "
+                "folder: wait for it to end (or stop it), or choose another --out"
+            ) from None
+        yield lock
+    finally:
+        if lock.announced:
+            with suppress(OSError):
+                (folder / HOLDER_NAME).unlink()
+        os.close(fd)  # releases the lock

@@ -600,6 +600,30 @@ class Submitted:
         ]
 
 
+def case_misfit(case: Case, groups: Mapping[str, Group]) -> str:
+    """Why a case read from a file or a store cannot be replayed against ``groups`` ("" when
+    it fits): its group must be one of them, each library's API one of that group's members
+    for that library, every value a role of the group (or an optional one of its members), and
+    every array role given."""
+    group = groups.get(case.group)
+    if group is None:
+        return f"its group {case.group!r} is not among the groups of this run"
+    if not case.apis:
+        return "it names no API"
+    members = {(m.library, m.api) for m in group.members}
+    for lib, api in sorted(case.apis.items()):
+        if (lib, api) not in members:
+            return f"{lib} API {api!r} is not a member of group {group.id!r}"
+    taken = set(group.roles).union(*(m.optional for m in group.members))
+    foreign = sorted(set(case.values) - taken)
+    if foreign:
+        return f"it gives {', '.join(foreign)}, not roles of group {group.id!r}"
+    missing = [r for r in array_roles(group) if r not in case.values]
+    if missing:
+        return f"it lacks the input {', '.join(missing)} of group {group.id!r}"
+    return ""
+
+
 class Replay:
     """Runs cases of ``groups`` on a started pool."""
 

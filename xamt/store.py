@@ -30,14 +30,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xamt import schemas
 from xamt.errors import XamtError
@@ -46,6 +46,9 @@ from xamt.findings import from_json as finding_from_json
 from xamt.findings import to_json as finding_to_json
 from xamt.paths import check_signature
 from xamt.types import DISCREPANCY_KINDS
+
+if TYPE_CHECKING:
+    from xamt.catalog.model import Group
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x78616D74  # "xamt"
@@ -117,6 +120,17 @@ class StoreError(XamtError):
     names nothing in it. The message names the file."""
 
     exit_code = 10
+
+
+class StoreUnwritable(StoreError):
+    """The store cannot be written (a read-only file or folder, a full disk, an I/O error):
+    not a corrupted store. Said before the work where it can be (:meth:`Store.check_writable`)."""
+
+    exit_code = 11
+
+
+# SQLite's words for a store it cannot write (the file is fine, the place is not)
+_UNWRITABLE = ("readonly", "read-only", "disk is full", "disk i/o error", "unable to open")
 
 
 class UnknownSignature(StoreError):
@@ -263,16 +277,27 @@ class Store:
     ``ValueError``.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
         if self.path.is_dir():
             raise StoreError(f"{self.path}: is a folder, not an xamt store; name a file")
         if self.path.exists() or self.path.is_symlink():
             self._check_file()
+        elif readonly:
+            raise StoreError(f"{self.path}: no such store")
         else:
+            self._unwritable_place()
             self._create_file()
+        if not readonly:
+            self._unwritable_place()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            if readonly:
+                self._conn = self._connect_readonly()
+            else:
+                self._conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None
+                )
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"{self.path}: cannot open the store ({exc})") from exc
         try:
@@ -280,6 +305,48 @@ class Store:
         except BaseException:
             self._conn.close()
             raise
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """A read-only connection that writes nothing beside the store. A store whose
+        write-ahead log is empty or gone (xamt checkpoints it on close) is read as immutable;
+        one whose log holds commits (a process still has it open, or was killed) is read
+        through SQLite's shared-memory file, which needs a writable folder."""
+        base = self.path.resolve().as_uri()
+        wal = Path(f"{self.path}-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            return sqlite3.connect(
+                f"{base}?mode=ro&immutable=1",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+            )
+        conn = sqlite3.connect(
+            f"{base}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+        )
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise StoreUnwritable(
+                f"{self.path}: cannot read the store in place ({exc}): its write-ahead log "
+                "holds commits and the folder is read-only; copy the folder somewhere writable"
+            ) from None
+        return conn
+
+    def _unwritable_place(self) -> None:
+        """:class:`StoreUnwritable` when the store (or, for a new one, its folder) cannot be
+        written: a read-only file or folder (SQLite writes a journal beside the store)."""
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        if folder.exists() and not os.access(folder, os.W_OK | os.X_OK):
+            raise StoreUnwritable(
+                f"{self.path}: cannot write the store: its folder {folder} is read-only; "
+                "make it writable or choose another --out (xamt merge reads such a store)"
+            )
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise StoreUnwritable(
+                f"{self.path}: cannot write the store: the file is read-only; make it "
+                "writable, or copy the folder (xamt merge reads such a store)"
+            )
 
     # -- opening -------------------------------------------------------------------------
 
@@ -374,6 +441,8 @@ class Store:
             _remove_database(tmp)
 
     def _configure(self) -> None:
+        if self.readonly:
+            return
         try:
             self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
             self._conn.execute("PRAGMA synchronous = FULL")
@@ -382,11 +451,22 @@ class Store:
             raise self._not_a_store(exc) from exc
 
     def _not_a_store(self, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and any(
+            w in str(exc).lower() for w in _UNWRITABLE
+        ):
+            return self._failed("open it", exc)
         return StoreError(
             f"{self.path}: not an xamt store ({exc}); restore it from a copy or name a new file"
         )
 
     def _failed(self, what: str, exc: sqlite3.Error) -> StoreError:
+        if isinstance(exc, sqlite3.OperationalError) and any(
+            w in str(exc).lower() for w in _UNWRITABLE
+        ):
+            return StoreUnwritable(
+                f"{self.path}: cannot write the store (could not {what}: {exc}); free space "
+                "or make it writable, then run again (what was committed before is kept)"
+            )
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
             return StoreError(
                 f"{self.path}: busy: another process holds the store (could not {what} "
@@ -987,12 +1067,29 @@ def check_resumable(path: Path, name: str) -> None:
     )
 
 
-def check_store(path: Path, name: str, *, resume: bool) -> None:
+def check_store(
+    path: Path, name: str, *, resume: bool, groups: Mapping[str, Group] | None = None
+) -> None:
     """Check the store of an output folder before a campaign starts (no worker runs, nothing
     is created): :class:`NothingToResume` when ``resume`` finds no unfinished campaign called
     ``name``; :class:`StoreError` for a file that is not a store, or a store holding anything
     malformed that the campaign would read (the state to resume, a pending candidate, a
-    finding: their signatures and payloads). No store yet is fine for a new campaign."""
+    finding: their signatures and payloads), or a case it would replay that does not fit its
+    group among ``groups`` (:func:`xamt.replay.case_misfit`; findings of other groups are not
+    replayed and not asked about). No store yet is fine for a new campaign."""
+    from xamt.replay import case_misfit
+
+    def check_case(data: Any, where: str, group: str | None = None) -> None:
+        try:
+            case = decode_case(data, where, FindingsError)
+        except FindingsError as exc:
+            raise StoreError(f"{exc}; the store is corrupted") from None
+        why = case_misfit(case, groups) if groups is not None else ""
+        if not why and group is not None and case.group != group:
+            why = f"its group {case.group!r} is not the finding's {group!r}"
+        if why:
+            raise StoreError(f"{where}: the case does not fit: {why}; the store is corrupted")
+
     if resume:
         check_resumable(path, name)
     if not (path.exists() or path.is_symlink()):
@@ -1008,16 +1105,21 @@ def check_store(path: Path, name: str, *, resume: bool) -> None:
                 definition="resumable",
             )
         if found is not None:
+            for i, batch in enumerate((found[2] or {}).get("pending", [])):
+                for j, data in enumerate(batch["cases"]):
+                    check_case(data, f"{path}: campaign {found[0]} pending batch {i} case {j}")
             for cand in store.pending_candidates(found[0]):
                 where = f"{path}: candidate {cand.id}"
                 check_signature(cand.signature, where, StoreError)
                 try:
                     finding = finding_from_json(cand.payload, where)
-                    decode_case(finding.case, f"{where}: case", FindingsError)
                 except FindingsError as exc:
                     raise StoreError(f"{exc}; the store is corrupted") from None
+                check_case(finding.case, f"{where}: case")
         for row in store.findings():
-            row.finding  # noqa: B018  (StoreError for a malformed signature or payload)
+            finding = row.finding  # StoreError for a malformed signature or payload
+            if groups is not None and row.group in groups:
+                check_case(finding.case, f"{path}: finding {row.signature}: case", row.group)
 
 
 _CANDIDATE_COLUMNS = (

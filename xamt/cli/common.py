@@ -59,7 +59,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def handles_errors(fn: F) -> F:
-    """Turn XamtError into a one-line message and its exit code; Ctrl-C into exit 130."""
+    """Turn XamtError into a one-line message and its exit code; Ctrl-C into exit 130 (a
+    fuzz run's SIGTERM into 143)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -68,9 +69,11 @@ def handles_errors(fn: F) -> F:
         except XamtError as exc:
             err.print(Text.assemble(("error:", "bold red"), " ", safe(exc)), soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            warn("interrupted")
-            raise typer.Exit(130) from None
+        except KeyboardInterrupt as exc:
+            # a fuzz run's SIGINT or SIGTERM during start-up (xamt.fuzz.cancel) or Ctrl-C
+            code = getattr(exc, "exit_code", 130)
+            warn(f"interrupted ({exc})" if str(exc) else "interrupted")
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 

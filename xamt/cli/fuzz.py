@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -116,6 +117,7 @@ def register(app: typer.Typer) -> None:
 
 @handles_errors
 def fuzz(
+    ctx: typer.Context,
     budget: Annotated[
         str, typer.Option(help="Time (90s, 10m, 1h) or a whole number of cases (500).")
     ] = "2m",
@@ -164,8 +166,9 @@ def fuzz(
     """Fuzz the catalog's groups across libraries and write findings.json.
 
     Only discrepancies that reproduce in freshly started workers become findings. Ctrl-C stops
-    fuzzing, reproduces what was found and writes everything (exit 130); --resume continues a
-    campaign that was stopped or killed.
+    fuzzing within seconds (as does SIGTERM), puts the cases in flight back, writes the store
+    and a partial findings.json and exits 130 (143 for SIGTERM); --resume continues a campaign
+    that was stopped or killed, with the options it was started with.
 
     Example: `xamt fuzz --libs numpy,torch,jax --group '^(add|sum)' --budget 5m --out run1`
     """
@@ -199,6 +202,7 @@ def fuzz(
         triage_budget=triage_budget,
         catalog=catalog,
         variant=variant.value,
+        given=given_options(ctx),
     )
     display = Display(budget)
     try:
@@ -215,5 +219,22 @@ def fuzz(
     say(f"wrote {result.findings_path}")
     for line in time_lines(result):
         say(line)
+    if result.stopped_by:
+        raise typer.Exit(128 + signal.Signals[result.stopped_by].value)
     if result.interrupted:
         raise typer.Exit(UNFINISHED_EXIT)
+
+
+# command-line parameter -> FuzzConfig field, where the names differ
+_FIELD_OF = {"libs": "libraries", "out_dir": "out_dir"}
+
+
+def given_options(ctx: typer.Context) -> frozenset[str]:
+    """The FuzzConfig fields whose options were given (on the command line or through their
+    environment variable), not left at their defaults: what --resume compares with the store."""
+    given: set[str] = set()
+    for name in ctx.params:
+        source = ctx.get_parameter_source(name)  # (typer's own click: compare by name)
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(_FIELD_OF.get(name, name))
+    return frozenset(given)

@@ -28,6 +28,7 @@ from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
 from xamt.findings import decode_case
 from xamt.findings import to_json as finding_json
+from xamt.fuzz.cancel import Cancellation, Cancelled
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
 from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis, strict
 from xamt.inputs.tags import input_classes
@@ -174,6 +175,8 @@ class CampaignConfig:
     pace: bool = True  # under a time budget, let each library go at its own rate
     # the share of cases that also check gradients (xamt.oracle.gradient): 0 for values only
     gradients: float = 0.0
+    # the run's options (xamt.fuzz.run.run_options), stored so that --resume continues with them
+    run: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -253,6 +256,8 @@ class Campaign:
         pool: WorkerPool,
         store: Store,
         known: Sequence[KnownDifference] | None = None,
+        *,
+        cancel: Cancellation | None = None,
     ) -> None:
         if not groups:
             raise UsageError("no group to fuzz: check --group, --libs and --shard")
@@ -280,6 +285,9 @@ class Campaign:
         # deaths noted as the pool reported them (see _on_failure): ticket -> (case, library)
         self._noted: dict[int, set[tuple[int, str]]] = {}
         pool.on_failure = self._on_failure
+        # SIGINT/SIGTERM: stop drawing, put the batch waited on back (see run)
+        self.cancel = cancel if cancel is not None else Cancellation()
+        self.put_back = 0  # drawn cases left pending when a signal stopped the loop
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -406,6 +414,7 @@ class Campaign:
         started = time.monotonic()
         seconds_before = self.state.seconds
         paced = self.paced
+        cancel = self.cancel
 
         def drawn_out() -> bool:
             return self._drawn_out(seconds_before + time.monotonic() - started)
@@ -414,7 +423,7 @@ class Campaign:
             for picks, cases in self._resumed:
                 self._pending.append(self._submit(picks, cases))
             self._resumed = []
-            while True:
+            while not cancel.requested:
                 while not drawn_out() and (
                     len(self._pending) < LOOKAHEAD
                     or (paced and len(self._pending) < MAX_PENDING and self._hungry())
@@ -430,14 +439,19 @@ class Campaign:
                     and len(self._pending) < MAX_PENDING
                     and not drawn_out()
                 ):
-                    with self.state.phases.timed("wait"):
+                    with self.state.phases.timed("wait"), cancel.interruptible():
                         self.pool.advance(PACE_POLL)
                     continue
                 self._process(self._pending.popleft(), started, seconds_before)
                 report(self.progress())
+        except Cancelled:
+            pass  # the batch waited on is the first pending one again (see _process)
         except KeyboardInterrupt:
-            pass
-        self._save()  # what comes next (reproduction) reads the state
+            pass  # a caller without a Cancellation: stops wherever the interrupt landed
+        if cancel.requested:
+            self.put_back = sum(len(b.cases) for b in self._pending)
+            self._unsaved = True  # the pending batches, with the random state that drew them
+        self._save()  # what comes next (reproduction, or --resume) reads the state
         return self.progress()
 
     @property
@@ -641,9 +655,14 @@ class Campaign:
     def _process(self, batch: _Batch, started: float, seconds_before: float) -> None:
         picks, cases = batch.picks, batch.cases
         self._current = batch
-        with self.state.phases.timed("wait"):
-            outcomes, references = batch.submitted.outcomes()
-        self._current = None
+        try:
+            with self.state.phases.timed("wait"), self.cancel.interruptible():
+                outcomes, references = batch.submitted.outcomes()
+        except Cancelled:
+            self._pending.appendleft(batch)  # not compared: --resume runs it first
+            raise
+        finally:
+            self._current = None
         noted = self._noted.pop(batch.submitted.ticket, set())
         for i, case in enumerate(cases):
             withdrawn = {lib for lib, o in outcomes[i].items() if o.status == WITHDRAWN}

@@ -10,7 +10,7 @@ from xamt import envs
 from xamt.catalog.model import Catalog, CatalogError
 from xamt.findings import Finding, Verification, decode_case
 from xamt.outcomes import outcome_text
-from xamt.replay import Replay, judge_case
+from xamt.replay import Replay, case_misfit, judge_case
 from xamt.store import FindingRow, Store, StoreError, utc_now
 from xamt.workers.pool import WorkerPool
 
@@ -61,6 +61,13 @@ def verify_findings(
                 f"finding {row.signature} is of group {row.group!r}, which the "
                 "catalog no longer has; rebuild or use the catalog it came from"
             ) from None
+    for row, case in zip(rows, cases, strict=True):
+        why = case_misfit(case, {row.group: groups[row.group]})
+        if why:
+            raise StoreError(
+                f"{store.path}: finding {row.signature}: the case does not fit: {why}; the "
+                "store is corrupted"
+            )
     libs = sorted({lib for c in cases for lib in c.apis})
     seen: list[set[str]] = [set() for _ in rows]
     last: list[list[str]] = [[] for _ in rows]
