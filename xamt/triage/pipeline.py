@@ -58,9 +58,9 @@ from xamt.triage.short import (
     ShortRepro,
     hold_back_reason,
     interpreter_of,
-    run_standalone,
     short_script,
 )
+from xamt.triage.standalone import Check, run_checks
 from xamt.types import Case
 from xamt.workers.pool import Doc, WorkerPool
 from xamt.workers.protocol import DTYPE_NAMES
@@ -557,24 +557,27 @@ def _check_standalone(
     progress: Callable[[str], None],
     late: Callable[[], bool],
 ) -> None:
-    """Run each suspected bug's short repro in a fresh process of its library's environment
-    (:func:`xamt.triage.short.run_standalone`); a finding whose repro does not show the
-    departure is kept, with ``held_back`` saying why, and the log says so. Past the time
-    budget the runs are skipped, and the findings held back as unchecked."""
+    """Run every suspected bug's short repro standalone, as one batch (forked children of one
+    process per library, :func:`xamt.triage.standalone.run_checks`) before ``late()``; a
+    finding whose repro ran and did not show the departure is kept, with ``held_back`` saying
+    why, and the log says so. A repro not run before the time limit holds nothing back."""
+    found: dict[str, Finding] = {}
+    checks = []
     for signature, path, short in scripts:
         now = where.now(signature)
-        if not now:
+        if not now or now in found:
             continue
-        f = store.finding(now).finding
-        if late():
-            verdict = "it was not run: the time budget ran out first"
-        else:
-            python = interpreter_of(f.library)
-            verdict = (
-                run_standalone(path, python=python, shows=short.shows, error=short.error)
-                if python is not None
-                else f"it was not run: no usable {f.library} environment"
-            )
+        f = found[now] = store.finding(now).finding
+        checks.append(
+            Check(key=now, library=f.library, path=path, shows=short.shows, error=short.error)
+        )
+    pythons = {lib: interpreter_of(lib) for lib in {c.library for c in checks}}
+    checked = run_checks(checks, pythons=pythons, late=late)
+    for key, f in found.items():
+        verdict = checked[key].verdict
+        if verdict is None:
+            progress(f"{f.key}: short repro not run standalone: time budget")
+            continue
         reason = hold_back_reason(f.library, verdict)
         if reason:
             progress(f"held back {f.key}: {reason}")

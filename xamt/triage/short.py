@@ -16,7 +16,8 @@ Execution is forced where a library is lazy (mxnet's asynchronous engine, jax's 
 mindspore's PyNative queue), so that a crash happens inside the script. The full harness
 scripts (:mod:`xamt.triage.repro`) stay for xamt's own verification;
 :func:`run_standalone` runs a short repro in a fresh process of the blamed library's
-environment and says whether it shows the departure.
+environment and says whether it shows the departure (:mod:`xamt.triage.standalone` runs many
+at once, in forked children of one process per library).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -430,38 +432,38 @@ def _run_says(shows: Shows, error: str) -> str:
     }[shows]
 
 
-def run_standalone(
-    path: Path,
-    *,
-    python: str,
-    shows: Shows,
-    error: str = "",
-    timeout: float | None = None,
-) -> str:
-    """Run a short repro in a fresh process of ``python`` (the blamed library's environment,
-    :func:`xamt.envs.interpreter`) in an empty folder; "" where it shows the departure
-    (``shows``), else why not, one line. A hang's repro runs :data:`HANG_SECONDS`: still
-    running then is the hang shown; any other stops at :data:`RUN_SECONDS`."""
+@dataclass(frozen=True, kw_only=True)
+class Ran:
+    """How one standalone run of a short repro ended: its exit status (negative for a signal
+    death, as :mod:`subprocess` says it), whether it was killed at its time limit, the end of
+    its stderr, how long it took, and whether it ran in a forked child of a process that had
+    imported the library (:mod:`xamt.triage.standalone`) rather than a fresh interpreter;
+    ``failed`` says why it could not be started at all ("" where it ran)."""
+
+    rc: int = 0
+    timed_out: bool = False
+    stderr: str = ""
+    seconds: float = 0.0
+    forked: bool = False
+    failed: str = ""
+
+
+def limit_of(shows: Shows) -> float:
+    """The seconds a standalone run of a repro that ``shows`` gets: :data:`HANG_SECONDS` for a
+    hang (still running then is the hang shown), else :data:`RUN_SECONDS`."""
+    return HANG_SECONDS if shows == "hang" else RUN_SECONDS
+
+
+def verdict_of(shows: Shows, error: str, ran: Ran, limit: float) -> str:
+    """ "" where the run ``ran`` shows the departure (``shows``; ``error`` the error type it
+    raises, if known), else why not, one line."""
     if not shows:
         return ""
-    limit = timeout if timeout is not None else HANG_SECONDS if shows == "hang" else RUN_SECONDS
-    env = {**os.environ, **QUIET}
-    with tempfile.TemporaryDirectory(prefix="xamt-short-") as cwd:  # mindspore writes rank_0/
-        try:
-            done = subprocess.run(
-                [python, str(path)],
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=limit,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return "" if shows == "hang" else f"it did not finish within {limit:.0f} s"
-        except OSError as exc:
-            return f"it could not be started ({exc})"
-    rc, err = done.returncode, done.stderr
+    if ran.failed:
+        return f"it could not be started ({ran.failed})"
+    if ran.timed_out:
+        return "" if shows == "hang" else f"it did not finish within {limit:.0f} s"
+    rc, err = ran.rc, ran.stderr
     last = headline("\n".join(err.strip().splitlines()[-1:])) or f"exit {rc}"
     if shows == "hang":
         return f"it finished within {limit:.0f} s (exit {rc})"
@@ -476,6 +478,49 @@ def run_standalone(
     if error and error not in err:
         return f"it raised something else ({last[:160]})"
     return ""
+
+
+def run_fresh(path: Path, *, python: str, limit: float) -> Ran:
+    """Run ``path`` in a fresh process of ``python`` in an empty folder, killed past
+    ``limit`` seconds."""
+    env = {**os.environ, **QUIET}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="xamt-short-") as cwd:  # mindspore writes rank_0/
+        try:
+            done = subprocess.run(
+                [python, str(path)],
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=limit,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Ran(timed_out=True, seconds=time.monotonic() - started)
+        except OSError as exc:
+            return Ran(failed=str(exc))
+    return Ran(rc=done.returncode, stderr=done.stderr, seconds=time.monotonic() - started)
+
+
+def run_standalone(
+    path: Path,
+    *,
+    python: str,
+    shows: Shows,
+    error: str = "",
+    timeout: float | None = None,
+) -> str:
+    """Run a short repro in a fresh process of ``python`` (the blamed library's environment,
+    :func:`xamt.envs.interpreter`) in an empty folder; "" where it shows the departure
+    (``shows``), else why not, one line (:func:`verdict_of`). A hang's repro runs
+    :data:`HANG_SECONDS`: still running then is the hang shown; any other stops at
+    :data:`RUN_SECONDS`. Many repros at once: :func:`xamt.triage.standalone.run_checks`."""
+    if not shows:
+        return ""
+    limit = timeout if timeout is not None else limit_of(shows)
+    return verdict_of(shows, error, run_fresh(path, python=python, limit=limit), limit)
 
 
 def hold_back_reason(library: str, verdict: str) -> str:
