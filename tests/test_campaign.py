@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from xamt.fuzz.campaign import (
     select_groups,
     shard_of,
 )
+from xamt.fuzz.cancel import Cancelled
 from xamt.fuzz.run import unjudged_lines
 from xamt.replay import Replayed, judge_case
 from xamt.serialize import case_to_jsonable
@@ -292,6 +296,45 @@ def test_a_case_where_all_agree_books_nothing_but_its_count(tmp_path: Path) -> N
     assert camp.state.seq == 1 and not camp.state.seen and not camp.state.suspected
     assert camp.store.pending_candidates(camp.campaign_id) == []
     assert camp.schedule.state() != before  # the schedule learnt from the pick all the same
+
+
+def test_participation_counts_each_library_in_the_cases_of_its_groups(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    without_jax = {k: v for k, v in ALL_AGREE.items() if k != "jax"}
+    process(
+        camp,
+        [sinc_case([0.0]), sinc_case([1.0]), sinc_case([2.0])],
+        [returned(ALL_AGREE), returned(without_jax), returned(without_jax)],
+    )
+    assert camp.state.participation == {"numpy": [3, 3], "torch": [3, 3], "jax": [3, 1]}
+    camp._save()
+    assert camp.store.campaign_state(camp.campaign_id)["participation"]["jax"] == [3, 1]
+    again = make_campaign(tmp_path)
+    again.open(resume=True)
+    assert again.state.participation == camp.state.participation  # kept across a resume
+
+
+def test_a_signal_while_waiting_puts_the_batch_back_unbooked(tmp_path: Path) -> None:
+    """SIGINT/SIGTERM breaks off the wait on the workers; the batch waited on goes back to the
+    front of the pending ones (saved with the state: --resume runs it first) and nothing of
+    it is booked."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+
+    class Interrupted(Ran):
+        def outcomes(self) -> tuple[list[dict[str, Outcome]], list[Outcome | None]]:
+            os.kill(os.getpid(), signal.SIGINT)  # arrives inside the interruptible wait
+            time.sleep(5)
+            raise AssertionError("the wait was not broken off")
+
+    cases = [sinc_case([0.0]), sinc_case([1.0])]
+    picks = [camp.schedule.pick(camp.rng) for _ in cases]
+    batch = _Batch(picks=picks, cases=cases, submitted=Interrupted(sinc_group(), cases, []))
+    with camp.cancel.installed(), pytest.raises(Cancelled):
+        camp._process(batch, 0.0, 0.0)
+    assert camp.state.seq == 0 and list(camp._pending) == [batch]
+    assert camp.store.counts(camp.campaign_id)["cases"] == 0
 
 
 # -- the saved state ---------------------------------------------------------------------------

@@ -244,6 +244,9 @@ class _State:
     libraries: dict[str, LibraryTime] = field(default_factory=dict)  # before this process
     # gradient cases ("cases") and, per library, those it returned a gradient on
     gradients: Counter[str] = field(default_factory=Counter)
+    # per library: [cases of its groups, cases it took part in] (not left out while saturated,
+    # after dying twice on such inputs, or by a withdrawal)
+    participation: dict[str, list[int]] = field(default_factory=dict)
 
 
 class Campaign:
@@ -264,6 +267,7 @@ class Campaign:
         self.config = config
         self.groups = {g.id: g for g in groups}
         self.libraries = {m.library for g in groups for m in g.members}
+        self._group_libraries = {g.id: sorted({m.library for m in g.members}) for g in groups}
         self.known = list(known) if known is not None else load_known()
         self.replay = Replay(pool, self.groups, self.known)
         self.pool = pool
@@ -369,6 +373,7 @@ class Campaign:
                 unjudged={g: list(v) for g, v in state.get("unjudged", {}).items()},
                 libraries=libraries_from_dict(state.get("libraries", {})),
                 gradients=Counter(state.get("gradients", {})),
+                participation={lib: list(v) for lib, v in state.get("participation", {}).items()},
             )
             self._resumed = [
                 (
@@ -723,6 +728,10 @@ class Campaign:
                 entry = self.state.unjudged.setdefault(case.group, [0, run.failed])
                 entry[0] += 1
             score = divergence(run.outcomes)
+            for lib in self._group_libraries[case.group]:
+                books = self.state.participation.setdefault(lib, [0, 0])
+                books[0] += 1
+                books[1] += lib in run.outcomes
             if case.grad:
                 self.state.gradients["cases"] += 1
                 self.state.gradients.update(
@@ -818,6 +827,7 @@ class Campaign:
             "fatal": self.state.fatal,
             "skipped": dict(self.state.skipped),
             "gradients": dict(self.state.gradients),
+            "participation": self.state.participation,
             "paced": dict(self.state.paced),
             "heavy": self.state.heavy,
             "lightened": self.state.lightened,

@@ -288,6 +288,8 @@ class FuzzResult:
     libraries: dict[str, LibraryTime]  # each library's time while fuzzing
     pending: int = 0  # signatures left to reproduce (the budget ran out): --resume continues
     stopped_by: str = ""  # the signal that stopped the run (SIGINT, SIGTERM), if one did
+    # per library: the cases of its groups ("cases") and those it took part in ("took_part")
+    participation: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
 
 def _ignore(_message: str) -> None:
@@ -308,7 +310,29 @@ def time_lines(result: FuzzResult) -> list[str]:
     lines = [f"time: {wall:.0f} s in all ({parts}); fuzzing ran {rate:.0f} cases/s"]
     fuzz = result.phases.seconds.get("fuzz", 0.0)
     lines += ["  " + line for line in table_lines(result.libraries, fuzz)]
+    lines += participation_lines(result.participation)
     return lines
+
+
+def participation_lines(participation: dict[str, dict[str, int]]) -> list[str]:
+    """Each library's share of its groups' cases that it took part in (a library left out of
+    most cases, while saturated or after dying, is barely tested whatever the rate says)."""
+    if not participation:
+        return []
+    parts = [
+        f"{lib} {100 * p['took_part'] / p['cases']:.0f}% ({p['took_part']:,}/{p['cases']:,})"
+        for lib, p in participation.items()
+        if p["cases"]
+    ]
+    return [
+        "participation (cases taken part in, of the cases of the library's groups): "
+        + ", ".join(parts)
+    ]
+
+
+def _order(lib: str) -> int:
+    names = library_names()
+    return names.index(lib) if lib in names else len(names)
 
 
 def unjudged_lines(unjudged: dict[str, list[Any]], most: int = 5) -> list[str]:
@@ -465,6 +489,12 @@ def _run(
             libraries = campaign.library_times()
             unjudged = campaign.state.unjudged
             gradient_counts = dict(campaign.state.gradients)
+            participation = {
+                lib: {"cases": n, "took_part": took}
+                for lib, (n, took) in sorted(
+                    campaign.state.participation.items(), key=lambda kv: _order(kv[0])
+                )
+            }
             for line in unjudged_lines(unjudged):
                 on_warning(line)
             # the standby workers never ran a call: the first reproduction run's fresh pool,
@@ -554,6 +584,7 @@ def _run(
             "unjudged": {g: n for g, (n, _) in unjudged.items()},
             "oracles": list(config.oracles),
             **({"gradients": gradient_counts} if "gradients" in config.oracles else {}),
+            "participation": participation,
             **({"partial": True} if interrupted or pending else {}),
             **({"stopped_by": cancel.name} if cancel.requested else {}),
             "time": {
@@ -582,4 +613,5 @@ def _run(
         libraries=libraries,
         pending=pending,
         stopped_by=cancel.name,
+        participation=participation,
     )
