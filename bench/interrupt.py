@@ -198,7 +198,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="xamt-interrupt-") as tmp:
         folder = args.keep or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        reference = reference_run(folder)
+        reference = reference_run(folder, args.libs)
         print(
             f"{CASES} cases, {args.libs}, --schedule uniform --seed {SEED}; each row: stop, then "
             "`xamt fuzz --resume --out DIR`"

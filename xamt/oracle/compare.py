@@ -392,7 +392,7 @@ class _Stack:
         da, db = self.dtypes[odd], self.dtypes[major]
         notes = [da if da == db else f"{da} vs {db}"]
         ulps = _ulps(x, y) if da == db == a.dtype.name == b.dtype.name else None
-        if ulps is not None:
+        if ulps is not None and ulps <= MAX_ULPS_SHOWN:
             notes[0] += f", {ulps} ULP"
         elif not self.exact and not self.complex:
             with np.errstate(all="ignore"):
@@ -862,9 +862,9 @@ class _Rows:
         return text + "".join(f" ({note})" for note in notes)
 
     def _value_example(self, odd: int, major: int) -> tuple[str, str, str] | None:
-        """The first plain (not summarized) leaf's :meth:`_Stack.value_example`."""
+        """The first leaf's :meth:`_Stack.value_example` (a summarized one: on its sample)."""
         for stack in self.stacks:
-            if type(stack) is _Stack:
+            if isinstance(stack, _Stack):
                 found = stack.value_example(odd, major)
                 if found is not None:
                     return found
@@ -903,6 +903,10 @@ def _fmt(x: Any) -> str:
         x = float(x)
         return repr(x) if not math.isfinite(x) or x == 0 else f"{x:.7g}"
     return str(x)
+
+
+# Past this many ULPs apart, the relative error says more than the count of values between.
+MAX_ULPS_SHOWN = 1 << 20
 
 
 def _digits(x: Any) -> str:

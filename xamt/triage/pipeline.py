@@ -490,7 +490,14 @@ def triage(
         final = final.replace(
             repro={lib: str(Path(p).relative_to(out_dir)) for lib, p in scripts.items()}
         )
-        written = write_short(folder, final, members, s.current, rerun, versions)
+        try:
+            written = write_short(folder, final, members, s.current, rerun, versions)
+        except Exception as exc:  # noqa: BLE001  (a defect in xamt: the finding keeps its scripts)
+            written = None
+            progress(
+                f"short repro of {final.key} not written ({type(exc).__name__}: {exc}); "
+                "a defect in xamt, please report it"
+            )
         if written is not None:
             final = final.replace(short_repro=str(written[0].relative_to(out_dir)))
             if final.suspected:
