@@ -315,6 +315,19 @@ def test_participation_counts_each_library_in_the_cases_of_its_groups(tmp_path: 
     assert again.state.participation == camp.state.participation  # kept across a resume
 
 
+def test_a_saturated_library_keeps_the_cases_of_signatures_it_has_run(tmp_path: Path) -> None:
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    warm, cold = sinc_case([0.0, 1.0]), sinc_case([0.0])  # the same values, another shape
+    assert set(camp._paced(warm, {"jax"}).apis) == {"numpy", "torch"}  # never run: left out
+    process(
+        camp, [sinc_case([2.0, 3.0])], [returned({"numpy": [1, 1], "torch": [1, 1], "jax": [1, 1]})]
+    )
+    assert set(camp._paced(warm, {"jax"}).apis) == set(LIBS)  # run that signature: stays
+    assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}
+    assert camp.state.paced["jax"] == 2
+
+
 def test_a_signal_while_waiting_puts_the_batch_back_unbooked(tmp_path: Path) -> None:
     """SIGINT/SIGTERM breaks off the wait on the workers; the batch waited on goes back to the
     front of the pending ones (saved with the state: --resume runs it first) and nothing of

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -225,3 +226,38 @@ def test_op_kind_groups_draw_the_kinds_arrangements() -> None:
     assert set(drawn) <= set(kind.canonical[2]) | set(kind.fuzz[2])
     fitting = [(m, v) for m, v in drawn if m[-1] == v[0]]
     assert len(fitting) > len(drawn) / 2 and set(drawn) - set(kind.canonical[2])
+
+
+def test_the_shape_vocabulary_is_fixed_per_group_dtype_and_rank_class() -> None:
+    """Most cases of a group and dtype meet the same shape in each rank class, whatever the
+    campaign's seed (a compiling library traces it once); the fresh share reaches the rest of
+    the menu, and every rank class, the boundary ones included, is still drawn."""
+    from xamt.inputs.draw import SHAPES, VOCABULARY_FRESH
+
+    group = make_group(("x",))
+
+    def by_kind(
+        seed: int, g: Group = group, dtype: str = "float32", n: int = 600
+    ) -> dict[int, Counter[tuple[int, ...]]]:
+        rng = np.random.default_rng(seed)
+        seen: dict[int, Counter[tuple[int, ...]]] = {}
+        for _ in range(n):
+            case = draw_case(g, rng, dtype, "ordinary", {"numpy": "numpy.op"})
+            shape = case.values["x"].shape
+            kind = next(i for i, menu in enumerate(SHAPES.values()) if shape in menu)
+            seen.setdefault(kind, Counter())[shape] += 1
+        return seen
+
+    one, two = by_kind(1), by_kind(2)
+    assert len(one) == len(SHAPES)  # every rank class: 0-d, empty, size-one, ..., high rank
+    for kind, counts in one.items():
+        top, n = counts.most_common(1)[0]
+        assert top == two[kind].most_common(1)[0][0]  # the same vocabulary in both seeds
+        menu = len(list(SHAPES.values())[kind])
+        # the vocabulary's shape, and the fresh share spread over the whole menu
+        assert n / sum(counts.values()) > 1 - VOCABULARY_FRESH
+        if menu > 1 and sum(counts.values()) > 60:
+            assert len(counts) == menu
+    other = by_kind(1, dataclasses.replace(group, id="another"), "float64")
+    tops = [{k: c.most_common(1)[0][0] for k, c in x.items()} for x in (one, other)]
+    assert tops[0] != tops[1]  # another group and dtype: a vocabulary of its own

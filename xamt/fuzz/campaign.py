@@ -50,7 +50,7 @@ from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_res
 from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
 from xamt.types import VALUE_CLASSES, WITHDRAWN, Case
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import DTYPE_NAMES, ProtocolError
+from xamt.workers.protocol import DTYPE_NAMES, BFloat16, ProtocolError
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
@@ -292,6 +292,9 @@ class Campaign:
         # SIGINT/SIGTERM: stop drawing, put the batch waited on back (see run)
         self.cancel = cancel if cancel is not None else Cancellation()
         self.put_back = 0  # drawn cases left pending when a signal stopped the loop
+        # per library, the input signatures (signature_key) its workers have run: a saturated
+        # library still gets cases of these (see _paced)
+        self._warm: dict[str, set[tuple[Any, ...]]] = {}
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -496,8 +499,14 @@ class Campaign:
         return self._submit(picks, [self._paced(self._case(p), saturated) for p in picks])
 
     def _paced(self, case: Case, saturated: set[str]) -> Case:
-        """The case without the saturated libraries (two libraries stay, the least busy)."""
-        left_out = saturated & set(case.apis)
+        """The case without the saturated libraries (two libraries stay, the least busy),
+        except those that have already run a call of this input signature: a warm call costs
+        them little, and keeps them taking part while their first calls catch up."""
+        left_out = {
+            lib
+            for lib in saturated & set(case.apis)
+            if signature_key(case, lib) not in self._warm.get(lib, ())
+        }
         if not left_out:
             return case
         if len(case.apis) - len(left_out) < 2:
@@ -732,6 +741,9 @@ class Campaign:
                 books = self.state.participation.setdefault(lib, [0, 0])
                 books[0] += 1
                 books[1] += lib in run.outcomes
+            for lib in run.outcomes:
+                if lib in case.apis:
+                    self._warm.setdefault(lib, set()).add(signature_key(case, lib))
             if case.grad:
                 self.state.gradients["cases"] += 1
                 self.state.gradients.update(
@@ -837,6 +849,26 @@ class Campaign:
             "libraries": {lib: t.as_dict() for lib, t in self.library_times().items()},
             "pending": [b.jsonable() for b in self._pending],
         }
+
+
+def signature_key(case: Case, library: str) -> tuple[Any, ...]:
+    """What a library that traces or compiles per call specialises ``library``'s call of
+    ``case`` on (as the worker counts first calls): the API, whether it differentiates, each
+    array's dtype and shape, and every other value as it is (floats by type)."""
+
+    def part(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return ("array", value.dtype.str, value.shape)
+        if isinstance(value, BFloat16):
+            return ("bfloat16", value.values.shape)
+        if isinstance(value, list | tuple):
+            return tuple(part(v) for v in value)
+        if isinstance(value, float | complex):
+            return type(value).__name__
+        return repr(value)[:100]
+
+    values = tuple(sorted((role, part(v)) for role, v in case.values.items()))
+    return (case.apis.get(library, ""), case.dtype, case.grad, values)
 
 
 def expected_cases(budget: Budget) -> int:

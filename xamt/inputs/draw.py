@@ -10,7 +10,8 @@ it, scalar roles at their canonical value or at boundaries, defaults omitted as 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import hashlib
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,12 +112,51 @@ BROADCAST_PAIRS: dict[str, tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]] 
 OP_KIND_CANONICAL_WEIGHT = 0.6
 
 
-def draw_op_shapes(rng: np.random.Generator, kind: OpShapes, n_arrays: int) -> list[Shape]:
+def draw_op_shapes(
+    rng: np.random.Generator,
+    kind: OpShapes,
+    n_arrays: int,
+    pick: Callable[[str], np.random.Generator] | None = None,
+) -> list[Shape]:
     """One shape per array for a group of an operation-specific kind: an arrangement from the
-    kind's canonical ones (:data:`OP_KIND_CANONICAL_WEIGHT`) or its fuzz ones."""
+    kind's canonical ones (:data:`OP_KIND_CANONICAL_WEIGHT`) or its fuzz ones (``pick`` gives
+    the generator that chooses within the menu: see :func:`vocabulary`)."""
     canonical, fuzz = kind.canonical[n_arrays], kind.fuzz.get(n_arrays, ())
-    menu = canonical if not fuzz or rng.random() < OP_KIND_CANONICAL_WEIGHT else fuzz
-    return list(menu[int(rng.integers(0, len(menu)))])
+    use_canonical = not fuzz or rng.random() < OP_KIND_CANONICAL_WEIGHT
+    menu = canonical if use_canonical else fuzz
+    chooser = pick("canonical" if use_canonical else "fuzz") if pick else rng
+    return list(menu[int(chooser.integers(0, len(menu)))])
+
+
+# The shape vocabulary. Most cases take their shapes, within the rank class (shape kind, op
+# arrangement, broadcast pair) their own generator chose, from VOCABULARY_SIZE choices fixed
+# per group and dtype: the same in every campaign and seed, so that libraries that trace or
+# compile per input signature (jax, tensorflow's functions, mindspore's graph ops) meet
+# signatures they have already seen, in their worker or in jax's persistent compilation
+# cache, while the values change. VOCABULARY_FRESH of the cases choose fresh, as every case
+# did before, so that every shape of the menus stays reachable; the boundary classes (0-d,
+# empty, size-one, high rank, broadcasting) are rank classes and stay in every vocabulary.
+# bench/vocabulary.py measures root causes per minute and participation against fresh shapes.
+VOCABULARY_SIZE = 1
+VOCABULARY_FRESH = 0.25
+
+
+def vocabulary(
+    rng: np.random.Generator, group: Group, dtype: str
+) -> Callable[[str], np.random.Generator]:
+    """The generator that chooses a shape within a rank class for one case: ``rng`` itself for
+    a fresh case (:data:`VOCABULARY_FRESH`), else one seeded by the group, the dtype, the rank
+    class and one of :data:`VOCABULARY_SIZE` slots (independent of the campaign's seed)."""
+    fresh = rng.random() < VOCABULARY_FRESH
+    slot = int(rng.integers(0, VOCABULARY_SIZE))
+
+    def pick(rank_class: str) -> np.random.Generator:
+        if fresh:
+            return rng
+        key = f"{group.id}\0{dtype}\0{rank_class}\0{slot}".encode()
+        return np.random.default_rng(int.from_bytes(hashlib.sha256(key).digest()[:8], "little"))
+
+    return pick
 
 
 def draw_shape(rng: np.random.Generator, kind: str, shapes: str = "any") -> tuple[int, ...]:
@@ -180,14 +220,15 @@ def draw_case(
     values: dict[str, Any] = {}
     n_arrays = 2 if roles == [SEQUENCE_ROLE] else len(roles)
     op_kind = op_shape_kinds().get(group.shapes)
+    pick = vocabulary(rng, group, dtype)
     if op_kind is not None and n_arrays in op_kind.canonical:
-        shapes = draw_op_shapes(rng, op_kind, n_arrays)
+        shapes = draw_op_shapes(rng, op_kind, n_arrays, pick)
     elif n_arrays >= 2 and rng.random() < 0.25:
-        s1, s2 = _broadcast_pair(rng, group.shapes)
+        s1, s2 = _broadcast_pair(pick("broadcast"), group.shapes)
         shapes = [s1, s2] + [s1] * (n_arrays - 2)
     else:
         kind = SHAPE_KINDS[int(rng.choice(len(SHAPE_KINDS), p=SHAPE_WEIGHTS))]
-        shape = draw_shape(rng, kind, group.shapes)
+        shape = draw_shape(pick(kind), kind, group.shapes)
         shapes = [shape] * n_arrays
     arrays = [draw_array(rng, s, dtype, value_class) for s in shapes]
     if roles == [SEQUENCE_ROLE]:
