@@ -115,6 +115,12 @@ def campaign_once(
     )
     print(f"  lost to hangs and restarts: {lost:.1%} of the wall time (worst library)")
     print("  orchestrator: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
+    print(
+        "  participation (cases taken part in, of its groups' cases): "
+        + ", ".join(
+            f"{lib} {took / n:.0%}" for lib, (n, took) in campaign.state.participation.items() if n
+        )
+    )
     print(f"  left out while saturated: {dict(campaign.state.paced)}")
     print(f"  not called again after dying twice: {dict(campaign.state.skipped)}")
     print(f"  coverage: {arms} (group, dtype, input class) arms; {len(dtypes)} dtypes: {dtypes}")
