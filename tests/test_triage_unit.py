@@ -243,3 +243,38 @@ def test_key_dtype_and_trigger_describe_the_minimized_case() -> None:
         assert described.key == "value/paddle/paddle.add/float32/nan"
         assert described.signature != f.signature
         assert described.case["dtype"] == "float32"
+
+
+def test_minimization_never_offers_a_case_a_member_cannot_be_called_with() -> None:
+    """A pass may drop a value the group treats as optional (``axis`` here) that one member's
+    signature requires; such a candidate is never run (binding it raised KeyError inside the
+    predicate and stopped a whole `xamt minimize`)."""
+
+    from xamt.catalog.model import Group, Member
+
+    group = Group(
+        id="needs-axis",
+        op="sum",
+        family="reduction",
+        roles=("x",),
+        dtype="float32",
+        members=(
+            Member(library="numpy", api="numpy.sum", args=("x",)),
+            Member(library="torch", api="torch.sum", args=("x",), kwargs={"dim": "axis"}),
+        ),
+    )
+    start = Case(
+        group=group.id,
+        dtype="float32",
+        value_class="ordinary",
+        values={"x": np.array([1.0, 2.0], np.float32), "axis": 0},
+        apis={"numpy": "numpy.sum", "torch": "torch.sum"},
+    )
+    offered: list[Case] = []
+
+    def predicate(cases: list[Case]) -> list[set[str]]:
+        offered.extend(cases)
+        return [{"sig"} for _ in cases]
+
+    minimize(start, "sig", group, predicate)
+    assert offered and all("axis" in c.values for c in offered)

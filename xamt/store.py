@@ -571,6 +571,15 @@ class Store:
         schemas.validate("campaign-state", state, f"{where} (corrupted)", StoreError)
         return state
 
+    def last_campaign(self, name: str) -> int | None:
+        """The id of the latest campaign called ``name`` (finished or not), None if none."""
+        rows = self._query(
+            "find a campaign",
+            "SELECT id FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1",
+            (name,),
+        )
+        return int(rows[0][0]) if rows else None
+
     def unfinished_campaigns(self) -> list[str]:
         """The names of the campaigns not finished, oldest first."""
         rows = self._query(

@@ -179,6 +179,43 @@ def test_kill_during_reproduction_then_resume_loses_and_repeats_no_verdict(
     db.close()
 
 
+def test_xamt_minimize_takes_the_suspected_bugs_the_budget_left(tmp_path: Path) -> None:
+    """A campaign whose triage had no time leaves its suspected bugs unminimized; `xamt
+    minimize` takes the most severe ones to fewer elements, redoes their scripts and short
+    repro, and rewrites findings.json (no finding lost)."""
+    out = tmp_path / "left"
+    proc = fuzz(out, "--triage-budget", "0")
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    before = json.loads((out / "findings.json").read_text())["findings"]
+    skipped = [
+        f
+        for f in before
+        if f["classification"] == "suspected-bug" and f["minimization"]["stop"] == "skipped"
+    ]
+    assert len(skipped) >= 2, "a campaign over these groups finds suspected bugs"
+    done = subprocess.run(
+        [sys.executable, "-m", "xamt", "minimize", "--out", str(out), "--budget", "60s",
+         "--max", "2"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "minimized 2 of" in done.stdout, done.stdout
+    after = json.loads((out / "findings.json").read_text())["findings"]
+    assert len(after) == len(before)  # nothing lost (a signature may change with its dtype)
+    redone = [
+        f
+        for f in after
+        if f["classification"] == "suspected-bug" and f["minimization"]["stop"] != "skipped"
+    ]
+    assert len(redone) >= 2
+    for f in redone:
+        assert f["minimization"]["elements_after"] <= f["minimization"]["elements_before"]
+        assert f["dtype"] in f["key"].split("/")  # the key describes the minimized case
+        if f["kind"] != "gradient" and f["short_repro"]:
+            assert (out / f["short_repro"]).is_file()
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

@@ -34,6 +34,7 @@ from xamt.report.commands import (
 
 def register(app: typer.Typer) -> None:
     app.command("repro")(repro)
+    app.command("minimize")(minimize)
     app.command("report")(report)
     app.command("file")(file)
     app.command("merge")(merge)
@@ -88,6 +89,41 @@ def repro(
         out.print(Text.assemble(cell(f"{v.signature} {v.key}: "), state, cell(f" on {versions}")))
         for line in v.lines:
             say(f"    {line}")
+
+
+@handles_errors
+def minimize(
+    out_dir: CampaignOutOpt = Path("xamt-out"),
+    budget: Annotated[
+        str, typer.Option(help="Time for minimization (90s, 10m): most severe first.")
+    ] = "5m",
+    most: Annotated[
+        int | None, typer.Option("--max", help="At most this many suspected bugs.")
+    ] = None,
+    variant: VariantOpt = Variant.cpu,
+) -> None:
+    """Minimize the suspected bugs a campaign's budget left unminimized, and write findings.json.
+
+    A time-bounded campaign minimizes only the findings its triage share reaches; the rest
+    keep their original case. This takes them, most severe first, to the fewest input
+    elements that keep the same root cause (key, dtype, trigger, scripts and short repro
+    redone; each short repro run standalone). Run it before `xamt file`.
+
+    Example: `xamt minimize --out xamt-out --budget 10m`
+    """
+    from xamt.fuzz.campaign import parse_budget
+    from xamt.triage.later import minimize_left
+
+    seconds = parse_budget(budget).seconds
+    if seconds is None:
+        raise UsageError(f"--budget {budget!r}: a time (90s, 10m), not a number of cases")
+    left = minimize_left(out_dir, seconds=seconds, most=most, variant=variant.value, progress=say)
+    if left.taken:
+        moved = sum(a < b for a, b in zip(left.elements_after, left.elements_before, strict=False))
+        say(
+            f"minimized {left.taken} of {left.waiting} suspected bugs in {left.seconds:.0f} s "
+            f"({moved} with fewer input elements); wrote {out_dir / 'findings.json'}"
+        )
 
 
 @handles_errors

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from xamt.catalog.bind import bind
 from xamt.catalog.model import Group
 from xamt.inputs.draw import array_roles
 from xamt.serialize import case_to_jsonable
@@ -92,7 +93,11 @@ def minimize(
             improved = True
             while improved and stop == "fixpoint":  # a pass that helps goes on from its case
                 improved = False
-                pending = [c for c in generate(current, group) if _fingerprint(c) not in seen]
+                pending = [
+                    c
+                    for c in generate(current, group)
+                    if _fingerprint(c) not in seen and _binds(c, group)
+                ]
                 for start in range(0, len(pending), BATCH):
                     if calls >= max_calls:
                         stop = "max-calls"
@@ -120,6 +125,21 @@ def minimize(
     return Minimized(
         case=current, calls=calls, seconds=time.monotonic() - started, stop=stop, accepted=accepted
     )
+
+
+def _binds(case: Case, group: Group) -> bool:
+    """Whether every member of ``case`` can still be called with it (a pass may drop a value
+    the group treats as optional that one member's signature requires)."""
+    members = {(m.library, m.api): m for m in group.members}
+    for lib, api in case.apis.items():
+        member = members.get((lib, api))
+        if member is None:
+            return False
+        try:
+            bind(member, case.values, seed=case.seed)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+    return True
 
 
 def _fingerprint(case: Case) -> str:

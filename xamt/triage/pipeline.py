@@ -22,7 +22,7 @@ import dataclasses
 import io
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -272,8 +272,11 @@ def triage(
     progress: Callable[[str], None] = lambda _m: None,
     max_seconds: float | None = None,
     until: float | None = None,
+    retriage: Collection[str] = (),
 ) -> TriageSummary:
-    """Minimize, find the trigger of, classify and script every finding not triaged yet.
+    """Minimize, find the trigger of, classify and script every finding not triaged yet, and
+    those of the signatures in ``retriage`` (triaged before without minimization: see
+    :func:`xamt.triage.later.minimize_left`).
 
     Past ``max_seconds`` the remaining findings are not minimized (their minimization
     ``stop`` is ``"skipped"``); every finding still gets its trigger by necessity, in batched
@@ -294,7 +297,7 @@ def triage(
     # suspected bugs first, most severe first: the minimization budget goes where a
     # maintainer will read the case; documented differences and splits come last
     todo = sorted(
-        (r for r in rows if not r.finding.triaged),
+        (r for r in rows if not r.finding.triaged or r.signature in retriage),
         key=lambda r: (not r.finding.suspected, r.finding.rank()),
     )
     shrunk: list[_Shrunk] = []
@@ -417,7 +420,7 @@ def triage(
     known_roots = {
         root(r.finding): r.signature
         for r in store.findings()
-        if r.finding.triaged and r.finding.suspected
+        if r.finding.triaged and r.finding.suspected and r.signature not in retriage
     }
     # a root whose trigger was found: the findings of that root the passes did not reach have
     # no evidence of another trigger and fold into it (one root cause, counted once); a root

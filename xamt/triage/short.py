@@ -77,6 +77,10 @@ FORCE = {
     "mxnet": "mxnet.nd.waitall()  # mxnet runs asynchronously: wait for the result",
     "mindspore": "mindspore.runtime.synchronize()  # wait for the queued kernel",
 }
+# After the forced wait, the result is read as xamt's harness reads it (a library may defer
+# the work, or the fault, to the first read of an output: paddle's adaptive pooling with an
+# output size of -1 dies there, not in the call).
+READ = "print(out)  # read the result, as a user would"
 # Environment of a standalone run: quiet, one thread, CPU only.
 QUIET = {
     "TF_CPP_MIN_LOG_LEVEL": "3",
@@ -398,7 +402,7 @@ def short_script(
         others = f"; {returned} return" if returned else ""
         if blamed is not None and blamed.status == "ok" and blamed.value is not None:
             others += f" {summarize(blamed.value, 60)}"
-        body += [call_line, FORCE.get(library, ""), f"# raises {said}{others}"]
+        body += [call_line, FORCE.get(library, ""), READ, f"# raises {said}{others}"]
         shows, error = "error", error_type(finding.error)
     elif finding.kind in ("crash", "hang", "resource"):
         what = {
@@ -406,7 +410,7 @@ def short_script(
             "hang": f"this never returns (xamt waited {HANG_SECONDS:.0f} s and more)",
             "resource": "this allocates beyond xamt's memory cap",
         }[finding.kind]
-        body += [call_line, FORCE.get(library, ""), f"# {what}"]
+        body += [call_line, FORCE.get(library, ""), READ, f"# {what}"]
         shows = {"crash": "signal", "hang": "hang", "resource": ""}[finding.kind]  # type: ignore[assignment]
     else:
         return None
