@@ -624,6 +624,21 @@ def case_misfit(case: Case, groups: Mapping[str, Group]) -> str:
     return ""
 
 
+def case_binds(case: Case, group: Group) -> bool:
+    """Whether every member ``case`` names can be called with its values (a shrinking pass
+    may drop a value the group treats as optional that one member's signature requires)."""
+    members = {m.api: m for m in group.members}
+    for api in case.apis.values():
+        member = members.get(api)
+        if member is None:
+            return False
+        try:
+            bind(member, case.values, seed=case.seed)
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+    return True
+
+
 class Replay:
     """Runs cases of ``groups`` on a started pool."""
 
@@ -649,6 +664,12 @@ class Replay:
 
     def member(self, case: Case, lib: str) -> Member:
         return self.members[(case.group, case.apis[lib])]
+
+    def binds(self, case: Case) -> bool:
+        """Whether every member of ``case`` can be called with its values (as :meth:`submit`
+        binds them)."""
+        group = self.groups.get(case.group)
+        return group is not None and case_binds(case, group)
 
     def submit(self, cases: Sequence[Case]) -> Submitted:
         """Queue cases on every library (and the reference) without waiting for them."""

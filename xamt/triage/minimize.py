@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from xamt.catalog.bind import bind
 from xamt.catalog.model import Group
 from xamt.inputs.draw import array_roles
+from xamt.replay import case_binds
 from xamt.serialize import case_to_jsonable
 from xamt.types import Case
 from xamt.workers.protocol import BFloat16
@@ -96,7 +96,7 @@ def minimize(
                 pending = [
                     c
                     for c in generate(current, group)
-                    if _fingerprint(c) not in seen and _binds(c, group)
+                    if _fingerprint(c) not in seen and case_binds(c, group)
                 ]
                 for start in range(0, len(pending), BATCH):
                     if calls >= max_calls:
@@ -125,21 +125,6 @@ def minimize(
     return Minimized(
         case=current, calls=calls, seconds=time.monotonic() - started, stop=stop, accepted=accepted
     )
-
-
-def _binds(case: Case, group: Group) -> bool:
-    """Whether every member of ``case`` can still be called with it (a pass may drop a value
-    the group treats as optional that one member's signature requires)."""
-    members = {(m.library, m.api): m for m in group.members}
-    for lib, api in case.apis.items():
-        member = members.get((lib, api))
-        if member is None:
-            return False
-        try:
-            bind(member, case.values, seed=case.seed)
-        except (KeyError, IndexError, TypeError, ValueError):
-            return False
-    return True
 
 
 def _fingerprint(case: Case) -> str:

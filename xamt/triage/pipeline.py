@@ -206,7 +206,14 @@ def pool_predicate(replay: Replay) -> Predicate:
     """Run candidate cases on the workers; the roots each shows."""
 
     def run(cases: Sequence[Case]) -> list[set[str]]:
-        return [r.roots() for r in replay.run(cases)]
+        # a candidate some member cannot be called with shows nothing (and is not run): a
+        # shrinking pass may drop a value one member's signature requires
+        callable_ = [i for i, c in enumerate(cases) if replay.binds(c)]
+        shown = [set[str]() for _ in cases]
+        if callable_:
+            for i, r in zip(callable_, replay.run([cases[i] for i in callable_]), strict=True):
+                shown[i] = r.roots()
+        return shown
 
     return run
 
