@@ -54,14 +54,16 @@ COMPARED_KINDS = VALUE_KINDS | {"dtype", "shape"}
 
 # The result as a numpy array, in the library's own spelling ({} is the result); converting
 # forces a lazy library to compute it.
+# (A library may also return a Python scalar or a numpy array where it usually returns its
+# tensor: tensorflow's isinf of an integer, mxnet's numpy fallbacks; those are read as they are.)
 TO_NUMPY = {
     "numpy": "numpy.asarray({})",
-    "torch": "{}.detach().numpy()",
-    "tensorflow": "{}.numpy()",
+    "torch": "{0}.detach().numpy() if hasattr({0}, 'detach') else numpy.asarray({0})",
+    "tensorflow": "{0}.numpy() if hasattr({0}, 'numpy') else numpy.asarray({0})",
     "jax": "numpy.asarray({})",
-    "paddle": "{}.numpy()",
-    "mindspore": "{}.asnumpy()",
-    "mxnet": "{}.asnumpy()",
+    "paddle": "{0}.numpy() if hasattr({0}, 'numpy') else numpy.asarray({0})",
+    "mindspore": "{0}.asnumpy() if hasattr({0}, 'asnumpy') else numpy.asarray({0})",
+    "mxnet": "{0}.asnumpy() if hasattr({0}, 'asnumpy') else numpy.asarray({0})",
 }
 # The same for a bfloat16 result, which numpy has no dtype for: widened to float32 first.
 TO_NUMPY_BF16 = {
