@@ -508,10 +508,13 @@ def triage(
                 f"short repro of {final.key} not written ({type(exc).__name__}: {exc}); "
                 "a defect in xamt, please report it"
             )
-        if written is not None:
-            final = final.replace(short_repro=str(written[0].relative_to(out_dir)))
-            if final.suspected:
-                standalone.append((final.signature, written[0], written[1]))
+        # (a finding triaged again keeps no short repro of its earlier case)
+        final = final.replace(
+            short_repro=str(written[0].relative_to(out_dir)) if written is not None else "",
+            held_back="",
+        )
+        if written is not None and final.suspected:
+            standalone.append((final.signature, written[0], written[1]))
         where.rekey(row.signature, final)
         if final.suspected:
             attach.append(final)
