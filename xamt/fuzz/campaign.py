@@ -50,7 +50,7 @@ from xamt.store import CandidateRecord, CaseRecord, Store, StoreError, check_res
 from xamt.timing import LibraryTime, Phases, libraries_from_dict, merge_libraries
 from xamt.types import VALUE_CLASSES, WITHDRAWN, Case
 from xamt.workers.pool import WorkerPool
-from xamt.workers.protocol import DTYPE_NAMES, BFloat16, ProtocolError
+from xamt.workers.protocol import DTYPE_NAMES, ProtocolError, input_signature
 
 BATCH = 48
 LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the workers' queues
@@ -853,22 +853,9 @@ class Campaign:
 
 def signature_key(case: Case, library: str) -> tuple[Any, ...]:
     """What a library that traces or compiles per call specialises ``library``'s call of
-    ``case`` on (as the worker counts first calls): the API, whether it differentiates, each
-    array's dtype and shape, and every other value as it is (floats by type)."""
-
-    def part(value: Any) -> Any:
-        if isinstance(value, np.ndarray):
-            return ("array", value.dtype.str, value.shape)
-        if isinstance(value, BFloat16):
-            return ("bfloat16", value.values.shape)
-        if isinstance(value, list | tuple):
-            return tuple(part(v) for v in value)
-        if isinstance(value, float | complex):
-            return type(value).__name__
-        return repr(value)[:100]
-
-    values = tuple(sorted((role, part(v)) for role, v in case.values.items()))
-    return (case.apis.get(library, ""), case.dtype, case.grad, values)
+    ``case`` on (the worker's own first-call key, :func:`protocol.input_signature`, over the
+    case's values), with the API, the dtype and whether it differentiates."""
+    return (case.apis.get(library, ""), case.dtype, case.grad, input_signature(case.values))
 
 
 def expected_cases(budget: Budget) -> int:

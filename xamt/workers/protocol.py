@@ -556,3 +556,25 @@ def name_tail(qualified: str) -> str:
     """A qualified name's last part without leading underscores: ``m._nanvar`` and
     ``m.nanvar`` are both ``nanvar`` (an implementation and the callable it is named for)."""
     return qualified.rsplit(".", 1)[-1].lstrip("_")
+
+
+def input_signature(value: Any) -> Any:
+    """What a compiling library specialises a call on: array dtypes and shapes, the types of
+    floats (traced as values), and every other value (static parameters) as it is."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape)
+    if isinstance(value, BFloat16):
+        return ("bfloat16", value.values.shape)
+    if isinstance(value, list | tuple):
+        return tuple(input_signature(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), input_signature(v)) for k, v in value.items()))
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str)
+    if isinstance(value, float | complex):
+        return type(value).__name__
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)[:100]
+    return value

@@ -313,7 +313,7 @@ class Server:
             seed = request.get("seed")
             if seed is not None:
                 self.adapter.seed(int(seed))
-            key = (api, _input_signature(args), _input_signature(kwargs))
+            key = (api, protocol.input_signature(args), protocol.input_signature(kwargs))
             first = key not in self.seen
             self.seen.add(key)
             start, cpu_start = time.perf_counter(), time.process_time()
@@ -523,28 +523,6 @@ def _transposed_result(value: Any, perm: Any) -> Any:
     if isinstance(value, tuple | list):
         return type(value)(_transposed_result(v, perm) for v in value)
     return _transposed(value, perm)
-
-
-def _input_signature(value: Any) -> Any:
-    """What a compiling library specialises a call on: array dtypes and shapes, the types of
-    floats (traced as values), and every other value (static parameters) as it is."""
-    if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape)
-    if isinstance(value, BFloat16):
-        return ("bfloat16", value.values.shape)
-    if isinstance(value, list | tuple):
-        return tuple(_input_signature(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _input_signature(v)) for k, v in value.items()))
-    if isinstance(value, np.generic):
-        return ("scalar", value.dtype.str)
-    if isinstance(value, float | complex):
-        return type(value).__name__
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)[:100]
-    return value
 
 
 def _testing_ops() -> types.ModuleType:
