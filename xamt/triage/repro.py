@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +230,15 @@ class _Renderer(ValueCode):
     def dtype(self, name: str) -> str:
         return DTYPE_EXPR[self.library].format(name)
 
+    def argument(self, value: Any, perm: Sequence[int] | None) -> str:
+        """``value`` as code, an array in the layout ``perm`` the member computes in (the
+        call's ``transpose`` of that argument; None: as it is)."""
+        self.perm = tuple(perm) if perm is not None else None
+        try:
+            return self.value(value)
+        finally:
+            self.perm = None
+
     def literal(self, arr: np.ndarray, dtype: str) -> str:
         """The exact inline literal of a small array."""
         return _array_literal(arr, dtype)
@@ -241,17 +250,9 @@ def library_script(
     """The standalone script for one library, and the arrays for inputs.npz (if any)."""
     call = bind(member, case.values)
     r = _Renderer(library, call.api)
-
-    def code(value: Any, key: str) -> str:
-        r.perm = call.transpose.get(key)
-        try:
-            return r.value(value)
-        finally:
-            r.perm = None
-
-    args = [code(a, str(i)) for i, a in enumerate(call.args)]
+    args = [r.argument(a, call.transpose.get(str(i))) for i, a in enumerate(call.args)]
     args_arrays = len(r.arrays)
-    kwargs = [f"{k!r}: {code(v, k)}" for k, v in call.kwargs.items()]
+    kwargs = [f"{k!r}: {r.argument(v, call.transpose.get(k))}" for k, v in call.kwargs.items()]
     out_perm = call.transpose.get("return")
     version_expr = VERSION_OF.get(library, f"{library}.__version__")
     lines = [

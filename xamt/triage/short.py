@@ -352,16 +352,8 @@ def short_script(
         return None
     call = bind(member, case.values, seed=case.seed)
     r = _ShortRenderer(library, call.api)
-
-    def code(value: Any, key: str) -> str:
-        r.perm = call.transpose.get(key)
-        try:
-            return r.value(value)
-        finally:
-            r.perm = None
-
-    args = [code(a, str(i)) for i, a in enumerate(call.args)]
-    args += [f"{k}={code(v, k)}" for k, v in call.kwargs.items()]
+    args = [r.argument(a, call.transpose.get(str(i))) for i, a in enumerate(call.args)]
+    args += [f"{k}={r.argument(v, call.transpose.get(k))}" for k, v in call.kwargs.items()]
     call_line = f"out = {call.api}({', '.join(args)})"
     blamed = outcomes.get(library) if outcomes else None
     body: list[str] = []
