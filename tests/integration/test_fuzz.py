@@ -149,22 +149,40 @@ def test_killed_campaign_resumes_losing_and_duplicating_nothing(
         assert len(store.findings()) == len(signatures(uninterrupted))
 
 
+def kill_half_way_through_reproduction(out: Path) -> dict[str, int]:
+    """Run the campaign into ``out`` and SIGKILL it once the store holds some verdicts and
+    candidates still pending; the candidates by status after the kill.
+
+    Verdicts are committed one candidate at a time, a few milliseconds apart, so a poller
+    that merely sleeps can miss the whole window on a loaded machine: the campaign's process
+    group is stopped (SIGSTOP) while the store is read, and continued only if the moment has
+    not come yet.
+    """
+    proc = fuzz(out)
+    try:
+        while proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGSTOP)
+            statuses = candidate_statuses(out)
+            if statuses.get("pending") and len(statuses) > 1:
+                break
+            os.killpg(proc.pid, signal.SIGCONT)
+            time.sleep(0.005 if statuses else 0.05)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    return candidate_statuses(out)
+
+
 def test_kill_during_reproduction_then_resume_loses_and_repeats_no_verdict(
     uninterrupted: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "killed-in-repro"
-    proc = fuzz(out)
-    # kill as soon as the store holds the first chunk of verdicts and candidates still
-    # pending (reproduction commits a chunk at a time; its progress lines are throttled)
-    statuses: dict[str, int] = {}
-    while proc.poll() is None:
-        statuses = candidate_statuses(out)
+    # a try whose kill came too late (all verdicts in) proves nothing: another campaign
+    for attempt in range(3):
+        out = tmp_path / f"killed-in-repro-{attempt}"
+        statuses = kill_half_way_through_reproduction(out)
         if statuses.get("pending") and len(statuses) > 1:
-            os.killpg(proc.pid, signal.SIGKILL)
             break
-        time.sleep(0.02)
-    proc.communicate()
-    statuses = candidate_statuses(out)
     assert statuses.get("pending") and len(statuses) > 1, statuses  # killed half-way
     resumed = fuzz(out, "--resume")
     text, _ = resumed.communicate(timeout=600)
