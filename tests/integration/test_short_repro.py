@@ -138,3 +138,41 @@ def test_an_mxnet_crash_repro_waits_for_the_result_and_dies(
     )
     verdict = run_standalone(unforced, python=pythons["mxnet"], shows="signal")
     assert verdict.startswith("the process did not die"), verdict
+
+
+def test_a_status_repro_not_rerun_in_triage_takes_who_raised_from_the_recorded_run(
+    pythons: dict[str, str], tmp_path: Path
+) -> None:
+    """mindspore.ops.cond of a matrix holding NaN returns a value where numpy, torch, paddle
+    and mxnet raise (mindspore 2.10.0). Triage ran out of time before re-running the case: the
+    short repro reads who raised from the finding's recorded outputs, asserts that the call
+    should have raised (naming the others' error), and fails standalone; it once said
+    "# raises" and passed."""
+    a = np.array([np.inf, -1.93, np.inf, -1e-45, -4.14, 5.79, np.nan, np.nan], np.float32)
+    case = Case(
+        group="cond@square",
+        dtype="float32",
+        value_class="non-finite",
+        values={"x": a.reshape(2, 1, 2, 2)},
+        apis={},
+    )
+    error = {"type": "LinAlgError", "message": "SVD did not converge"}
+    outputs = {
+        "numpy": {"status": "error", "error": error},
+        "torch": {"status": "error", "error": {**error, "type": "_LinAlgError"}},
+        "mindspore": {"status": "ok"},
+    }
+    f = finding("mindspore", "status", "cond@square", outputs=outputs, error="")
+    short = short_script(
+        finding=f,
+        member=member("cond@square", "mindspore"),
+        case=case,
+        outcomes=None,
+        reference=None,
+        version="test",
+    )
+    assert short is not None and short.shows == "assertion", short
+    assert "mindspore returned where numpy and torch raise LinAlgError" in short.text
+    path = tmp_path / "short_mindspore.py"
+    path.write_text(short.text)
+    assert run_standalone(path, python=pythons["mindspore"], shows=short.shows) == ""

@@ -325,12 +325,30 @@ def check_lines(kind: str, expected: Expected) -> list[str]:
     return lines
 
 
-def _others_did(finding: Finding, outcomes: Mapping[str, Outcome] | None, status: str) -> str:
+def _statuses(finding: Finding, outcomes: Mapping[str, Outcome] | None) -> dict[str, str]:
+    """How each library's call ended ("ok", "error", ...): from the re-run of the case where
+    there was one, else from the run the finding recorded (its ``outputs``; triage may have run
+    out of time before re-running it, and the case's signature keeps who raised and who
+    returned)."""
+    if outcomes:
+        return {lib: o.status for lib, o in outcomes.items()}
+    return {lib: str(out.get("status", "")) for lib, out in finding.outputs.items()}
+
+
+def _others_did(finding: Finding, statuses: Mapping[str, str], status: str) -> str:
     """Which other libraries ended with ``status``, for a comment ("" when none or unknown)."""
-    if not outcomes:
-        return ""
-    libs = [lib for lib, o in outcomes.items() if lib != finding.library and o.status == status]
+    libs = sorted(lib for lib, s in statuses.items() if lib != finding.library and s == status)
     return _names(libs) if libs else ""
+
+
+def _others_error(finding: Finding, statuses: Mapping[str, str]) -> str:
+    """The error type the other libraries raised, where the finding recorded one."""
+    for lib, s in sorted(statuses.items()):
+        out = finding.outputs.get(lib, {})
+        error = out.get("error") if lib != finding.library and s == "error" else None
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return error["type"]
+    return error_type(finding.error)
 
 
 def short_script(
@@ -356,6 +374,7 @@ def short_script(
     args += [f"{k}={r.argument(v, call.transpose.get(k))}" for k, v in call.kwargs.items()]
     call_line = f"out = {call.api}({', '.join(args)})"
     blamed = outcomes.get(library) if outcomes else None
+    statuses = _statuses(finding, outcomes)
     body: list[str] = []
     shows: Shows = ""
     error = ""
@@ -382,16 +401,17 @@ def short_script(
             body.append(f"expected = {_ShortRenderer.NPZ_LOAD.format('expected')}")
         body += check_lines(finding.kind, expected)
         shows = "assertion"
-    elif finding.kind == "status" and blamed is not None and blamed.status == "ok":
-        raised = _others_did(finding, outcomes, "error")
+    elif finding.kind == "status" and statuses.get(library) == "ok":
+        raised = _others_did(finding, statuses, "error")
+        said = "".join(c for c in _others_error(finding, statuses) if c.isalnum() or c in "_.")
         body += [call_line, FORCE.get(library, "")]
         body.append(
             f"raise AssertionError('{library} returned where {raised or 'the others'} raise"
-            f" {error_type(finding.error) or 'an error'}')"
+            f" {said or 'an error'}')"
         )
         shows = "assertion"
     elif finding.kind == "status":
-        returned = _others_did(finding, outcomes, "ok")
+        returned = _others_did(finding, statuses, "ok")
         said = headline(finding.error)[:100].replace("'", "")
         others = f"; {returned} return" if returned else ""
         if blamed is not None and blamed.status == "ok" and blamed.value is not None:
