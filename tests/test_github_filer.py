@@ -865,6 +865,22 @@ def test_each_library_goes_to_its_own_tracker() -> None:
     assert p.by_tracker()["retired (mxnet)"] == {"retired": 1}
 
 
+def test_a_finding_triage_held_back_is_listed_never_filed(fake: FakeGitHub, tmp_path: Path) -> None:
+    """Its short repro passed in a fresh process: not filed, listed with the reason."""
+    doc = routed_doc()
+    why = "its short repro, run standalone in a fresh torch process, passed"
+    held = [f.replace(held_back=why) if f.library == "torch" else f for f in doc.findings]
+    doc = with_findings(doc, held)
+    p = plan(doc, [], run="R")
+    got = {a.tracker: a for a in p.actions}
+    assert got["pytorch/pytorch"].action == "held-back" and why in got["pytorch/pytorch"].reason
+    assert not got["pytorch/pytorch"].body and p.counts()["create"] == len(ROUTES) - 2
+    result = run(fake, doc, tmp_path, out_dir=tmp_path / "out")
+    titles = [i["title"] for i in fake.issues(REPO)]
+    assert not any("torch" in t for t in titles) and len(titles) == len(ROUTES) - 2
+    assert result.plan.by_tracker()["pytorch/pytorch"] == {"held-back": 1}
+
+
 def test_the_trackers_file_is_checked() -> None:
     data = tomllib.loads(trackers.TRACKERS_FILE.read_text(encoding="utf-8"))
     for tracker in data["trackers"].values():

@@ -128,6 +128,7 @@ ACTIONS = (
     "skip",
     "defer",
     "retired",
+    "held-back",
 )
 WRITE_ACTIONS = ACTIONS[:7]
 # The actions that open an issue (capped by ``max_new`` together).
@@ -337,7 +338,7 @@ class FilingPlan:
     def by_tracker(self) -> dict[str, dict[str, int]]:
         """The new findings by upstream tracker (``OWNER/REPO``, ``gitee (mindspore)``,
         ``retired (mxnet)``), each with its actions counted: ``create``, ``known-upstream``,
-        ``defer``, ``retired``."""
+        ``defer``, ``retired``, ``held-back``."""
         out: dict[str, dict[str, int]] = {}
         for a in self.actions:
             if a.tracker:
@@ -521,10 +522,20 @@ def _opening(
     """The action for a finding no issue carries yet: a new issue (``create``), a
     ``known-upstream`` note (a labelled issue that links the upstream one) when the upstream
     search found a confident match or the finding records one, or nothing but a listing for
-    a retired library (``retired``)."""
+    a retired library (``retired``), or for a finding whose short repro, run standalone in a
+    fresh process, did not show the departure (``held-back``, with the reason triage
+    recorded: it is listed, never filed)."""
     tracker: Tracker | None = trackers.tracker_for(finding)
     label = tracker.label if tracker else ""
     title = render.issue_title(finding, doc.libraries)
+    if finding.held_back:
+        return Action(
+            action="held-back",
+            signature=signature,
+            title=title,
+            tracker=label,
+            reason=f"held back: {finding.held_back}",
+        )
     if tracker is not None and tracker.kind == "retired":
         return Action(
             action="retired",
@@ -578,7 +589,8 @@ def plan(
     ``max_new``; the others are deferred to the next run. ``checks`` are the upstream
     searches (signature -> :class:`~xamt.report.trackers.UpstreamCheck`): a confident match
     makes a ``known-upstream`` note instead of a new defect. Findings of a retired library
-    (mxnet) are listed (``retired``), never filed.
+    (mxnet) are listed (``retired``), never filed; nor are those triage held back (their
+    short repro did not show the departure standalone: ``held-back``).
     """
     if close_after < 1:
         raise ValueError("close_after must be at least 1")
