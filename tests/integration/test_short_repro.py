@@ -12,7 +12,7 @@ import pytest
 from xamt.catalog import model
 from xamt.catalog.model import Member
 from xamt.findings import Finding
-from xamt.triage.short import run_standalone, short_script
+from xamt.triage.short import inline_array, run_standalone, short_script
 from xamt.types import Case, Outcome
 
 LIBRARIES = ("numpy", "torch", "tensorflow", "jax", "paddle", "mindspore", "mxnet")
@@ -176,3 +176,34 @@ def test_a_status_repro_not_rerun_in_triage_takes_who_raised_from_the_recorded_r
     path = tmp_path / "short_mindspore.py"
     path.write_text(short.text)
     assert run_standalone(path, python=pythons["mindspore"], shows=short.shows) == ""
+
+
+def test_a_complex_nan_in_one_part_is_checked_part_by_part(
+    pythons: dict[str, str], tmp_path: Path
+) -> None:
+    """nan+1j against nan+nanj: numpy's equal_nan takes either for the other, the oracle
+    compares the parts; the short repro must too, or it passes while the departure is there
+    (and a finding of this kind got no short repro at all)."""
+    x = np.array([1 + 1j, 2 + 0j], np.complex64)
+    case = Case(group="sqrt", dtype="complex64", value_class="non-finite", values={"x": x}, apis={})
+    actual = np.array([complex(np.nan, 1.0), 2 + 0j], np.complex64)
+    other = np.array([complex(np.nan, np.nan), 2 + 0j], np.complex64)
+    f = finding("numpy", "nan", "sqrt", dtype="complex64")
+    outcomes = {"numpy": ok("numpy", actual), "torch": ok("torch", other)}
+    short = short_script(
+        finding=f,
+        member=member("sqrt", "numpy"),
+        case=case,
+        outcomes=outcomes,
+        reference=None,
+        version="test",
+    )
+    assert short is not None, "the departure is found at the leaf"
+    assert "actual.imag, expected.imag" in short.text
+    path = tmp_path / "short_numpy.py"
+    # the library really returns its own sqrt: made to return the recorded value instead
+    path.write_text(
+        short.text.replace("out = numpy.sqrt(a0)", f"out = {inline_array(actual, 'complex64')}")
+    )
+    assert "out = numpy.array" in path.read_text()
+    assert run_standalone(path, python=pythons["numpy"], shows=short.shows) == ""
