@@ -995,6 +995,40 @@ def test_a_known_upstream_issue_is_noted_not_filed_again(fake: FakeGitHub, tmp_p
     assert upstream_searches() == n
 
 
+def test_a_report_naming_the_symptom_otherwise_is_still_found(
+    fake: FakeGitHub, tmp_path: Path
+) -> None:
+    """pytorch/pytorch#121343, as titled upstream: "Floating point exception on torch.lcm"
+    (neither "crash" nor "SIGFPE" anywhere). The search asks for the callable's name alone and
+    the symptom is read in the results: a confident match for a torch.lcm crash; an issue
+    that names lcm without a crash word in its title is only a candidate."""
+    fake.add_repo("pytorch/pytorch", "read", private=False)
+    fake.add_issue(
+        "pytorch/pytorch",
+        title="torch.lcm docs: the result sign for negative inputs",
+        body="torch.lcm(-4, 6) gives 12",
+    )
+    report = fake.add_issue(
+        "pytorch/pytorch",
+        title="Floating point exception on torch.lcm",
+        body="```\ninput = torch.tensor([-9223372036854775808], dtype=torch.int64)\n"
+        "out = torch.lcm(input, torch.tensor(215, dtype=torch.uint8))\n```\n"
+        "And the torch.lcm will throw a floating point exception error.",
+    )
+    crash = blamed_on(argsort(campaign()), "torch", "torch.lcm", kind="crash")
+    result = run(fake, with_findings(campaign(), [crash]), tmp_path)
+    (action,) = [a for a in result.plan.actions if a.signature == crash.signature]
+    assert action.action == "known-upstream"
+    assert action.upstream == f"https://github.com/pytorch/pytorch/issues/{report}"
+    assert [c.match for c in action.candidates] == [True, False]
+    (query,) = [
+        e.query["q"][0]
+        for e in fake.requests("GET", "/search/issues")
+        if "repo:pytorch/pytorch" in e.query["q"][0]
+    ]
+    assert query == "lcm repo:pytorch/pytorch is:issue"
+
+
 def test_the_search_rate_limit_waits_and_loses_nothing(tmp_path: Path) -> None:
     clock = Clock()
     with FakeGitHub(token=TOKEN, repos={REPO: "write"}, clock=clock.time) as server:

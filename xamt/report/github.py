@@ -1068,7 +1068,8 @@ class _Session:
 
     def search_upstream(self, f: Finding, tracker: Tracker) -> UpstreamCheck:
         """Search ``tracker``'s repository for issues (open and closed) about ``f``: the
-        callable's last name and its symptom's word (:func:`~xamt.report.trackers.search_query`).
+        callable's last name (:func:`~xamt.report.trackers.search_query`); the symptom is read
+        in the results (:func:`~xamt.report.trackers.confident_match`).
         Reads pages until a confident match or :data:`UPSTREAM_PAGES` pages; rate-limit answers
         (the search API allows 30 requests a minute) wait and retry like every request. A
         search GitHub refuses (422: a repository it cannot search) or that keeps failing gives

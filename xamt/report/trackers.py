@@ -83,10 +83,9 @@ class Route:
 
 @dataclass(frozen=True, kw_only=True)
 class Symptom:
-    """The words of a kind of finding: ``query`` for the search, ``words`` for a match."""
+    """The words of a kind of finding that decide a confident match (``words``)."""
 
     kind: str
-    query: str
     words: tuple[str, ...]
     reason: str
     link: str
@@ -186,13 +185,12 @@ def parse(data: Mapping[str, Any], where: str = "trackers.toml") -> Trackers:
         at = f"{where}: symptoms.{kind}"
         if kind not in KINDS:
             raise TrackersError(f"{at}: {kind!r} is not a kind of finding")
-        _check_common(entry, at, ("query", "words", "reason", "link"))
+        _check_common(entry, at, ("words", "reason", "link"))
         words = _words(entry, "words", at)
         if not words:
             raise TrackersError(f"{at}: 'words' must not be empty")
         symptoms[kind] = Symptom(
             kind=kind,
-            query=_text(entry, "query", at),
             words=words,
             reason=entry["reason"],
             link=entry["link"],
@@ -261,11 +259,13 @@ def symptom_of(f: Finding, data: Trackers | None = None) -> Symptom:
     return (data or load()).symptoms[f.kind]
 
 
-def search_query(f: Finding, tracker: Tracker, data: Trackers | None = None) -> str:
-    """The upstream issue search: the callable's last name and the symptom's word, in the
-    tracker's repository, issues only, open and closed."""
-    words = f"{last_name(f)} {symptom_of(f, data).query}"
-    return f"{words} repo:{tracker.repo} is:issue"
+def search_query(f: Finding, tracker: Tracker) -> str:
+    """The upstream issue search: the callable's last name alone, in the tracker's
+    repository, issues only, open and closed. The symptom is not in the query: GitHub's
+    search requires every word, and reports name one symptom in many ways ("Floating point
+    exception on torch.lcm" says neither crash nor SIGFPE); :func:`confident_match` reads the
+    symptom's words in what the search returns."""
+    return f"{last_name(f)} repo:{tracker.repo} is:issue"
 
 
 def _mentions(text: str, phrase: str) -> bool:
