@@ -123,12 +123,7 @@ class Worker:
 
     def start(self) -> None:
         """Launch the process and queue a hello; does not wait for it."""
-        # No PYTHON* variable of the orchestrator's (PYTHONPATH would expose its packages);
-        # the worker's own ones from WORKER_ENV.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(WORKER_ENV)
-        if self.library == "jax" and "JAX_COMPILATION_CACHE_DIR" not in env:
-            env.update(JAX_CACHE_ENV, JAX_COMPILATION_CACHE_DIR=str(jax_cache_dir()))
+        env = worker_env(self.library, os.environ)
         if self.testing:
             env["XAMT_WORKER_TESTING"] = "1"
         cmd = [
@@ -895,6 +890,23 @@ class WorkerPool:
                 return self.deadline
             slowest = max(slowest, quantile)
         return min(self.deadline, max(MIN_DEADLINE, DEADLINE_SLACK * slowest))
+
+
+def worker_env(library: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of ``library``'s worker: the orchestrator's without its PYTHON*
+    variables (PYTHONPATH would expose its packages), with the worker's own ones
+    (:data:`WORKER_ENV`); jax's persistent compilation cache in :func:`jax_cache_dir` unless
+    the user named another folder, and, either way, the thresholds that make jax keep every
+    compiled kernel (:data:`JAX_CACHE_ENV`; by default only those that took a second to
+    compile are kept, which is none of a fuzzing campaign's eager calls) unless the user set
+    them too."""
+    env = {k: v for k, v in environ.items() if not k.startswith("PYTHON")}
+    env.update(WORKER_ENV)
+    if library == "jax":
+        env.setdefault("JAX_COMPILATION_CACHE_DIR", str(jax_cache_dir()))
+        for name, value in JAX_CACHE_ENV.items():
+            env.setdefault(name, value)
+    return env
 
 
 def jax_cache_dir() -> Path:
