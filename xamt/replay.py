@@ -123,6 +123,9 @@ class Replayed:
     # a gradient case's reference at the finite-difference probes (xamt.oracle.gradient):
     # numpy's outcomes on the perturbed float64 inputs, in the order of gradient.probes
     probes: tuple[Outcome, ...] = ()
+    # a gradient case's blames as the gradient oracle gave them, with the position each
+    # names as data (GradientBlame.check): what a short gradient repro asserts
+    gradients: tuple[gradient.GradientBlame, ...] = ()
 
     def signatures(self) -> set[str]:
         return {s.signature for s in self.signed}
@@ -467,11 +470,12 @@ def judge_case(
     judgement = judge(judged, reference, terms)
     chosen = trigger if trigger is not None else trigger_of(tags)
     signed = tuple(sign(case, group, b, chosen) for b in judgement.blames)
+    gradients: list[gradient.GradientBlame] = []
     if case.grad:
         # a gradient blame's trigger is its oracle (reference, nonfinite, kink)
         with np.errstate(all="ignore"):  # NaN and inf results are the data here
-            graded = gradient_blames(case, group, outcomes, reference, probes, terms, judgement)
-        signed += tuple(sign(case, group, b, oracle) for b, oracle in graded)
+            gradients = gradient_blames(case, group, outcomes, reference, probes, terms, judgement)
+        signed += tuple(sign(case, group, gradient_blame(g), g.oracle) for g in gradients)
     if judgement.refusals:
         baseline = default_known() if known is None else known
         refusals = (sign(case, group, b, chosen) for b in judgement.refusals)
@@ -488,6 +492,7 @@ def judge_case(
         tags=tags,
         signed=signed,
         probes=tuple(probes),
+        gradients=tuple(gradients),
     )
 
 
@@ -499,9 +504,10 @@ def gradient_blames(
     probes: Sequence[Outcome],
     terms: Terms,
     judgement: Judgement,
-) -> list[tuple[Blame, str]]:
-    """The gradient oracle's blames on a gradient case, each with its oracle: libraries whose
-    values were blamed, or whose API does not take the input, are not judged."""
+) -> list[gradient.GradientBlame]:
+    """The gradient oracle's blames on a gradient case (:func:`gradient_blame` makes each a
+    :class:`Blame`): libraries whose values were blamed, or whose API does not take the
+    input, are not judged."""
     record = gradient.shipped().of(group)
     roles = gradient.wrt_roles(case.values, group.roles)
     if record is None or not roles:
@@ -529,7 +535,7 @@ def gradient_blames(
         for r, a in zip(roles, arrays, strict=True)
     }
     skip = {lib for b in judgement.blames for lib in b.library.split("+")} | set(terms.exclude)
-    found = gradient.judge_gradients(
+    return gradient.judge_gradients(
         case.dtype,
         case.values,
         roles,
@@ -541,20 +547,18 @@ def gradient_blames(
         seed=case.seed,
         forward=reference.value if reference is not None else None,
     )
-    return [
-        (
-            Blame(
-                kind=GRADIENT,
-                library=g.library,
-                confidence=g.confidence,  # type: ignore[arg-type]
-                detail=g.detail,
-                question=g.question,
-                basis=g.basis,
-            ),
-            g.oracle,
-        )
-        for g in found
-    ]
+
+
+def gradient_blame(g: gradient.GradientBlame) -> Blame:
+    """The gradient oracle's blame as the verdict's (signed with its oracle as trigger)."""
+    return Blame(
+        kind=GRADIENT,
+        library=g.library,
+        confidence=g.confidence,  # type: ignore[arg-type]
+        detail=g.detail,
+        question=g.question,
+        basis=g.basis,
+    )
 
 
 @dataclass

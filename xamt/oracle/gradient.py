@@ -432,6 +432,34 @@ def finite_difference(
 
 
 @dataclass(frozen=True, kw_only=True)
+class GradientCheck:
+    """What a script needs to check one gradient blame: the blamed library's derivative of
+    ``<cotangent, f(x)>`` along ``role``'s element ``position`` (``actual``; along the
+    symmetric direction where ``symmetric``) against ``expected``, within the tolerance the
+    oracle applied there.
+
+    Note:
+        The oracle's :func:`_close` holds ``|actual - expected| <= rtol * (|expected| +
+        scale) + floor``; ``atol`` is ``floor + rtol * scale``, so ``numpy.testing.
+        assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)`` fails exactly
+        where the oracle says the two differ (NaN and infinities included).
+    """
+
+    role: str
+    position: tuple[int, ...]
+    actual: float
+    expected: float
+    # where ``expected`` comes from: "the float64 finite difference; torch agrees", or, at a
+    # kink, "what torch and jax give"
+    source: str
+    rtol: float
+    atol: float
+    # compared along symmetric directions (:func:`_symmetric`): off the diagonal, ``actual``
+    # is the sum of the gradient at ``position`` and at its mirror across the last two axes
+    symmetric: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
 class GradientBlame:
     """One library's departing gradient in one case."""
 
@@ -441,6 +469,9 @@ class GradientBlame:
     detail: str
     question: str = ""
     basis: str = ""  # what decides it, where the kind and confidence do not say
+    # the position the detail names, as data (None for the "modes" oracle, which compares
+    # one directional derivative, no position)
+    check: GradientCheck | None = None
 
 
 def gradients_of(
@@ -513,9 +544,9 @@ def judge_gradients(
         at_kink = kinks.get(role, np.zeros(ref.value.shape, bool)) | (ref.consistent & ~ref.smooth)
         judged = ref.consistent & ref.smooth & ~at_kink
         if judged.any():
-            _by_reference(role, grads, ref.value, judged, tol, blames)
+            _by_reference(role, grads, ref.value, judged, tol, blames, symmetric=symmetric)
         if at_kink.any():
-            _at_kinks(role, grads, at_kink, tol, blames)
+            _at_kinks(role, grads, at_kink, tol, blames, symmetric=symmetric)
     return list(blames.values()) + [b for lib, b in modes.items() if lib not in blames]
 
 
@@ -559,10 +590,15 @@ def _modes(
     return found
 
 
+def _square(g: np.ndarray) -> bool:
+    """Whether an array's last two axes make square matrices (:func:`_symmetric`'s inputs)."""
+    return g.ndim >= 2 and g.shape[-1] == g.shape[-2]
+
+
 def _symmetric(g: np.ndarray) -> np.ndarray:
     """A gradient as derivatives along symmetric directions of its last two axes: the lower
     triangle of ``g + g^T`` (the diagonal once); other shapes as they are."""
-    if g.ndim < 2 or g.shape[-1] != g.shape[-2]:
+    if not _square(g):
         return g
     t = g + np.swapaxes(g, -1, -2)
     n = g.shape[-1]
@@ -600,6 +636,8 @@ def _by_reference(
     judged: np.ndarray,
     tol: tuple[float, float],
     blames: dict[str, GradientBlame],
+    *,
+    symmetric: bool = False,
 ) -> None:
     scale = float(np.max(np.abs(ref[judged]))) + 1e-300
     agree = {lib: _close(g[role], ref, tol, scale) | ~judged for lib, g in grads.items()}
@@ -623,6 +661,16 @@ def _by_reference(
                 f"({', '.join(witnesses)} agree; {int(backed.sum())} of {backed.size} "
                 f"positions differ; there: {each})"
             ),
+            check=GradientCheck(
+                role=role,
+                position=pos,
+                actual=float(g[role][pos]),
+                expected=float(ref[pos]),
+                source=_agreed("the float64 finite difference", witnesses),
+                rtol=tol[0],
+                atol=tol[1] + tol[0] * scale,
+                symmetric=symmetric and _square(ref),
+            ),
         )
 
 
@@ -632,6 +680,8 @@ def _at_kinks(
     at_kink: np.ndarray,
     tol: tuple[float, float],
     blames: dict[str, GradientBlame],
+    *,
+    symmetric: bool = False,
 ) -> None:
     """Blame the libraries outside the largest class of libraries whose gradients agree at
     every kink position (no blame where no class is larger than every other)."""
@@ -664,6 +714,16 @@ def _at_kinks(
                     f"{_num(mine[pos])} where {', '.join(major)} give {_num(ref[pos])}"
                 ),
                 question=KINK_QUESTION,
+                check=GradientCheck(
+                    role=role,
+                    position=pos,
+                    actual=float(mine[pos]),
+                    expected=float(ref[pos]),
+                    source=f"what {_names(major)} give at this kink",
+                    rtol=tol[0],
+                    atol=tol[1] + tol[0] * _largest(ref),
+                    symmetric=symmetric and _square(ref),
+                ),
             )
 
 
@@ -677,6 +737,18 @@ def _worst(g: np.ndarray, ref: np.ndarray, where: np.ndarray) -> tuple[int, ...]
         gap = np.where(np.isfinite(g), np.abs(g - ref), np.inf)
     gap = np.where(where, np.nan_to_num(gap, nan=np.inf, posinf=np.inf), -1.0)
     return tuple(int(i) for i in np.unravel_index(int(np.argmax(gap)), g.shape))
+
+
+def _agreed(source: str, witnesses: Sequence[str]) -> str:
+    """Where an expected value comes from, with the libraries that agree with it."""
+    if not witnesses:
+        return source
+    return f"{source}; {_names(witnesses)} {'agrees' if len(witnesses) == 1 else 'agree'}"
+
+
+def _names(libs: Sequence[str]) -> str:
+    """Libraries for a sentence: "torch", "torch and jax", "torch, jax and paddle"."""
+    return ", ".join(libs[:-1]) + " and " + libs[-1] if len(libs) > 1 else "".join(libs)
 
 
 def _where(pos: tuple[int, ...]) -> str:

@@ -51,6 +51,7 @@ from xamt.replay import (
 from xamt.serialize import case_to_jsonable
 from xamt.store import Store, StoreError
 from xamt.triage import docs
+from xamt.triage.grad_repro import gradient_check, short_gradient_script
 from xamt.triage.minimize import Predicate, element_count, in_canonical_dtypes, minimize
 from xamt.triage.repro import write_repro
 from xamt.triage.short import (
@@ -545,20 +546,36 @@ def write_short(
     rerun: Replayed | None,
     versions: Mapping[str, str],
 ) -> tuple[Path, ShortRepro] | None:
-    """Write ``f``'s short repro (:mod:`xamt.triage.short`) as ``short_<library>.py`` in its
+    """Write ``f``'s short repro (:mod:`xamt.triage.short`; a gradient finding's:
+    :func:`xamt.triage.grad_repro.short_gradient_script`) as ``short_<library>.py`` in its
     repro ``folder`` (and ``short_inputs.npz`` past the inline limit); None where it has none.
     Its departure is read from the re-run of the minimized case (``rerun``)."""
     member = members.get(f.library)
     if member is None:
         return None
-    short = short_script(
-        finding=f,
-        member=member,
-        case=case,
-        outcomes=rerun.outcomes if rerun is not None else None,
-        reference=rerun.reference if rerun is not None else None,
-        version=versions.get(f.library, "unknown"),
-    )
+    if f.kind == GRADIENT:
+        check = gradient_check(rerun.gradients, f) if rerun is not None else None
+        short = (
+            short_gradient_script(
+                finding=f,
+                member=member,
+                case=case,
+                check=check,
+                outcome=rerun.outcomes.get(f.library) if rerun is not None else None,
+                version=versions.get(f.library, "unknown"),
+            )
+            if check is not None
+            else None
+        )
+    else:
+        short = short_script(
+            finding=f,
+            member=member,
+            case=case,
+            outcomes=rerun.outcomes if rerun is not None else None,
+            reference=rerun.reference if rerun is not None else None,
+            version=versions.get(f.library, "unknown"),
+        )
     if short is None:
         return None
     check_identifier("library", f.library, f"{folder}: a short repro")
