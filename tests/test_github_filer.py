@@ -32,7 +32,14 @@ from typer.testing import CliRunner
 
 from xamt.cli import app as xamt_app
 from xamt.errors import UsageError
-from xamt.findings import Document, Finding, Verification, dumps_document, load_document
+from xamt.findings import (
+    Document,
+    Finding,
+    Minimization,
+    Verification,
+    dumps_document,
+    load_document,
+)
 from xamt.report import commands, github, trackers
 from xamt.report.github import (
     GitHubUnavailable,
@@ -682,6 +689,19 @@ def test_file_command_dry_run_and_post(fake: FakeGitHub, tmp_path: Path) -> None
     out = str(tmp_path / "out")
     code, text = invoke(str(findings), "--repo", REPO, "--out", out, env={"GITHUB_TOKEN": ""})
     assert code == 0 and "dry run" in text and writes(fake) == []
+    assert "never minimized" not in text
+    # suspected bugs the campaign's time left unminimized: the filer says how to take them down
+    skipped = Minimization(
+        calls=0, seconds=0.0, stop="skipped", accepted=0, elements_before=8, elements_after=8
+    )
+    left = [f.replace(minimization=skipped) if f.suspected else f for f in campaign().findings]
+    unminimized = tmp_path / "left" / "findings.json"
+    unminimized.parent.mkdir()
+    unminimized.write_text(dumps_document(with_findings(campaign(), left)))
+    code, text = invoke(str(unminimized), "--repo", REPO, "--out", out, env={"GITHUB_TOKEN": ""})
+    n = len(signatures(campaign()))
+    assert code == 0 and f"{n} suspected bug(s) were never minimized" in " ".join(text.split())
+    assert f"xamt minimize --out {unminimized.parent}" in " ".join(text.split())
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
     args = [str(findings), "--repo", REPO, "--out", out, "--post", "--write-delay", "0"]

@@ -250,6 +250,16 @@ def file(
         raise UsageError("--write-delay and --max-wait must not be negative")
     github.check_base_url(base_url)
     original = render.load_findings(findings)
+    unminimized = sum(
+        1
+        for f in original.findings
+        if f.suspected and f.minimization is not None and f.minimization.stop == "skipped"
+    )
+    if unminimized:
+        say(
+            f"note: {unminimized} suspected bug(s) were never minimized (the campaign's time ran "
+            f"out): `xamt minimize --out {findings.parent}` takes them to fewer elements first"
+        )
     doc = render.with_repro_scripts(original, findings.parent)
     verified = load_verifications(verifications) if verifications is not None else None
     token = read_token(token_file)
