@@ -19,6 +19,7 @@ from xamt.catalog.model import load
 from xamt.oracle.gradient import ORACLES, grad_keys
 from xamt.replay import Replay, classify_blame, default_known
 from xamt.triage.grad_repro import gradient_script
+from xamt.triage.repro import write_repro
 from xamt.types import Call, Case
 from xamt.workers.pool import WorkerPool
 from xamt.workers.protocol import cotangent
@@ -170,6 +171,39 @@ def test_the_short_gradient_scripts_run_alone(
         assert out.grad is not None and len(printed) == 2
         for (_, shown), g in zip(printed, out.grad, strict=True):
             np.testing.assert_array_equal(np.array(ast.literal_eval(shown)), g)
+
+
+def test_a_gradient_script_reads_large_inputs_from_beside_it(
+    pythons: dict[str, str], tmp_path: Path
+) -> None:
+    """Past the inline limit the inputs go to inputs.npz beside the scripts; the gradient
+    script reads them from its own folder (it once named an undefined _HERE and died)."""
+    rng = np.random.default_rng(0)
+    x1, x2 = (rng.standard_normal(80).astype(np.float32) for _ in range(2))
+    case = case_of("maximum", {"x1": x1, "x2": x2})
+    group = load().group(case.group)
+    member = next(m for m in group.members if m.api == case.apis["torch"])
+    scripts = write_repro(
+        tmp_path / "f",
+        case=case,
+        members={"torch": member},
+        versions={},
+        signature="0123456789abcdef",
+        key="gradient/torch/torch.maximum/float32/reference",
+        gradient_detail="d",
+    )
+    script = Path(scripts["torch"])
+    assert "inputs.npz" in script.read_text() and (script.parent / "inputs.npz").is_file()
+    run = subprocess.run(
+        [pythons["torch"], str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    printed = [line for line in run.stdout.splitlines() if line[:1] in "xy"]
+    assert len(printed) == 2 and all(" [" in line for line in printed), run.stdout[-500:]
 
 
 def test_a_campaign_finds_prods_nan_gradient_at_zero_and_keys_it_by_oracle(

@@ -191,8 +191,11 @@ def gradient_script(
         f"xamt found: {detail}",
         '"""',
         "",
+        *(["from pathlib import Path"] if r.npz else []),
         "import numpy",
         IMPORTS[library],
+        # large inputs are read from inputs.npz beside the script (written with the scripts)
+        *(["_HERE = Path(__file__).resolve().parent"] if r.npz else []),
         "",
         "",
         "def cotangent(shape, seed):",
