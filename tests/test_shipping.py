@@ -28,6 +28,8 @@ from typing import Any
 import pytest
 
 from xamt.libraries import library_names
+from xamt.paths import xamt_home
+from xamt.workers.pool import jax_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
@@ -335,6 +337,8 @@ def cache_key(action_path: Path, tmp_path: Path, **env: str) -> dict[str, str]:
             "GITHUB_OUTPUT": str(out),
             "RUNNER_OS": "Linux",
             "RUNNER_ARCH": "X64",
+            "GITHUB_RUN_ID": "4242",
+            "GITHUB_RUN_ATTEMPT": "1",
             **settings,
             **env,
         },
@@ -348,17 +352,28 @@ def cache_key(action_path: Path, tmp_path: Path, **env: str) -> dict[str, str]:
 
 def test_action_caches_xamt_home_when_it_runs_without_an_image(tmp_path: Path) -> None:
     steps = load_yaml(ACTION)["runs"]["steps"]
-    (cache,) = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
-    assert SHA_PIN.match(cache["uses"].split(" ")[0]), cache["uses"]
-    assert cache["if"] == "inputs.image == '' && inputs.mode == 'fuzz'"
+    cache, kernels = [s for s in steps if s.get("uses", "").startswith("actions/cache@")]
+    for step in (cache, kernels):
+        assert SHA_PIN.match(step["uses"].split(" ")[0]), step["uses"]
+        assert step["if"] == "inputs.image == '' && inputs.mode == 'fuzz'"
     # The cached folder is XAMT_HOME as the steps that build and use the envs set it, and it
-    # is restored before the envs are built.
+    # is restored before the envs are built; jax's kernels (XAMT_HOME/cache/jax, where the
+    # workers keep them) are cached apart, under a key of their own per run, so that they
+    # keep growing (a saved key is never written again).
     homes = {s["env"]["XAMT_HOME"] for s in steps if "XAMT_HOME" in s.get("env", {})}
-    assert homes == {cache["with"]["path"]}
+    (home,) = homes
+    assert cache["with"]["path"].splitlines() == [home, f"!{home}/cache/jax"]
+    assert kernels["with"]["path"] == f"{home}/cache/jax"
+    assert jax_cache_dir().relative_to(xamt_home()) == Path("cache/jax")
     setup = next(i for i, s in enumerate(steps) if s.get("id") == "setup")
     assert steps.index(cache) < setup and '"$bin/xamt" env install' in steps[setup]["run"]
+    assert steps.index(kernels) < setup
     assert cache["with"]["key"] == "${{ steps.cache-key.outputs.key }}"
     assert cache["with"]["restore-keys"] == "${{ steps.cache-key.outputs.restore-prefix }}"
+    assert kernels["with"]["key"] == "${{ steps.cache-key.outputs.kernels-key }}"
+    assert (
+        kernels["with"]["restore-keys"] == "${{ steps.cache-key.outputs.kernels-restore-prefix }}"
+    )
     # The key changes with any pin of any env, the variant, the libraries and the Python.
     copy = tmp_path / "action"
     shutil.copytree(ROOT / "images", copy / "images", ignore=shutil.ignore_patterns("*.sh"))
@@ -376,6 +391,18 @@ def test_action_caches_xamt_home_when_it_runs_without_an_image(tmp_path: Path) -
     }
     assert first["key"] not in keys and len(keys) == 4
     assert "-numpy-torch-" in cache_key(ROOT, tmp_path, XAMT_LIBRARIES="numpy,torch")["key"]
+    # the kernels' key: per run, restored from the newest of the same jax pins and variant
+    assert first["kernels-key"].startswith(first["kernels-restore-prefix"])
+    assert first["kernels-key"].endswith("-4242-1")
+    assert cache_key(copy, tmp_path, GITHUB_RUN_ID="4243")["kernels-key"] != first["kernels-key"]
+    assert cache_key(copy, tmp_path)["kernels-restore-prefix"] == first["kernels-restore-prefix"]
+    assert (
+        cache_key(copy, tmp_path, XAMT_VARIANT="cuda")["kernels-restore-prefix"]
+        != first["kernels-restore-prefix"]
+    )
+    pin = copy / "images" / "jax" / "requirements-cpu.txt"
+    pin.write_text(pin.read_text() + "\n")
+    assert cache_key(copy, tmp_path)["kernels-restore-prefix"] != first["kernels-restore-prefix"]
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=rel)
