@@ -38,6 +38,7 @@ from xamt.fuzz.campaign import (
     parse_shard,
     select_groups,
     shard_of,
+    signature_key,
 )
 from xamt.fuzz.cancel import Cancelled
 from xamt.fuzz.run import unjudged_lines
@@ -324,7 +325,17 @@ def test_a_saturated_library_keeps_the_cases_of_signatures_it_has_run(tmp_path: 
         camp, [sinc_case([2.0, 3.0])], [returned({"numpy": [1, 1], "torch": [1, 1], "jax": [1, 1]})]
     )
     assert set(camp._paced(warm, {"jax"}).apis) == set(LIBS)  # run that signature: stays
-    assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}
+    # a case of another signature, where jax has a warm case of the group and dtype: that
+    # case instead, with fresh values of the cold case's value class; every library stays
+    cold = dataclasses.replace(cold, value_class="ordinary", seed=11)
+    took = camp._paced(cold, {"jax"})
+    assert set(took.apis) == set(LIBS) and took.values["x"].shape == (2,)
+    assert signature_key(took, "jax") == signature_key(warm, "jax")
+    assert took.value_class == "ordinary" and took.seed == 11
+    assert np.isfinite(took.values["x"]).all() and not np.array_equal(took.values["x"], [2, 3])
+    # none warm of that dtype: left out, as before
+    other = dataclasses.replace(cold, dtype="float64", values={"x": np.zeros(3)})
+    assert set(camp._paced(other, {"jax"}).apis) == {"numpy", "torch"}
     assert camp.state.paced["jax"] == 2
 
 

@@ -261,3 +261,53 @@ def test_the_shape_vocabulary_is_fixed_per_group_dtype_and_rank_class() -> None:
     other = by_kind(1, dataclasses.replace(group, id="another"), "float64")
     tops = [{k: c.most_common(1)[0][0] for k, c in x.items()} for x in (one, other)]
     assert tops[0] != tops[1]  # another group and dtype: a vocabulary of its own
+
+
+def test_revalue_keeps_the_input_signature_and_draws_fresh_values() -> None:
+    """A saturated library's warm case with fresh values: every array keeps its shape and
+    dtype (a bfloat16 one and each array of a sequence too), every parameter stays, the values
+    are of the new value class; a gradient case or a deep-learning layer has none."""
+    from xamt.inputs.draw import revalue
+    from xamt.workers.protocol import input_signature
+
+    group = make_group(("x1", "x2", "axis"))
+    base = Case(
+        group="op",
+        dtype="float32",
+        value_class="ordinary",
+        values={"x1": np.ones((2, 3), np.float32), "x2": np.ones((3,), np.float32), "axis": 1},
+        apis={"numpy": "numpy.op", "torch": "torch.op"},
+        seed=1,
+    )
+    fresh = revalue(base, group, np.random.default_rng(0), "non-finite", seed=9)
+    assert fresh is not None and fresh.value_class == "non-finite" and fresh.seed == 9
+    assert input_signature(fresh.values) == input_signature(base.values)
+    assert fresh.apis == base.apis and fresh.values["axis"] == 1
+    assert not np.isfinite(fresh.values["x1"]).all() or not np.isfinite(fresh.values["x2"]).all()
+    seq = make_group(("xs",))
+    listed = dataclasses.replace(
+        base,
+        values={"xs": [np.ones((2,), np.float32), np.ones((4,), np.float32)]},
+        dtype="float32",
+    )
+    got = revalue(listed, seq, np.random.default_rng(1), "ordinary", seed=2)
+    assert got is not None and [a.shape for a in got.values["xs"]] == [(2,), (4,)]
+    assert not np.array_equal(got.values["xs"][1], np.ones(4))
+    bf16 = dataclasses.replace(
+        base, dtype="bfloat16", values={"x1": BFloat16(np.ones((2, 2), np.float32))}
+    )
+    got = revalue(bf16, group, np.random.default_rng(2), "ordinary", seed=2)
+    assert got is not None and isinstance(got.values["x1"], BFloat16)
+    assert got.values["x1"].values.shape == (2, 2)
+    assert (
+        revalue(
+            dataclasses.replace(base, grad=True),
+            group,
+            np.random.default_rng(0),
+            "ordinary",
+            seed=1,
+        )
+        is None
+    )
+    layer = dataclasses.replace(make_group(("x", "weight")), shapes="conv2d")
+    assert revalue(base, layer, np.random.default_rng(0), "ordinary", seed=1) is None

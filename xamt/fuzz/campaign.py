@@ -30,7 +30,15 @@ from xamt.findings import decode_case
 from xamt.findings import to_json as finding_json
 from xamt.fuzz.cancel import Cancellation, Cancelled
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
-from xamt.inputs.draw import accepts, draw_case, fuzz_dtypes, mutate, pick_apis, strict
+from xamt.inputs.draw import (
+    accepts,
+    draw_case,
+    fuzz_dtypes,
+    mutate,
+    pick_apis,
+    revalue,
+    strict,
+)
 from xamt.inputs.tags import input_classes
 from xamt.known import KnownDifference, load_known
 from xamt.oracle.compare import divergence
@@ -60,6 +68,9 @@ LOOKAHEAD = 3  # batches drawn ahead: the one being compared and two in the work
 MAX_PENDING = 12
 PACE_SECONDS = 1.5
 HUNGRY_SECONDS = 0.25
+# A saturated library's warm cases kept per (library, group, dtype): a fresh case it would be
+# left out of is replaced by one of these with fresh values (see Campaign._paced).
+WARM_CASES = 2
 PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
 EXPECTED_RATE = 50  # cases per second a campaign of all libraries runs on two cores
 # The schedule's state (which grows with the arms tried and the signatures seen: megabytes in a
@@ -295,6 +306,8 @@ class Campaign:
         # per library, the input signatures (signature_key) its workers have run: a saturated
         # library still gets cases of these (see _paced)
         self._warm: dict[str, set[tuple[Any, ...]]] = {}
+        # per (library, group, dtype), the last WARM_CASES fresh cases the library ran
+        self._warm_cases: dict[tuple[str, str, str], deque[Case]] = {}
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -498,23 +511,57 @@ class Campaign:
         saturated = self._saturated()
         return self._submit(picks, [self._paced(self._case(p), saturated) for p in picks])
 
-    def _paced(self, case: Case, saturated: set[str]) -> Case:
-        """The case without the saturated libraries (two libraries stay, the least busy),
-        except those that have already run a call of this input signature: a warm call costs
-        them little, and keeps them taking part while their first calls catch up."""
-        left_out = {
+    def _cold(self, case: Case, saturated: set[str]) -> set[str]:
+        """The saturated libraries of ``case`` that have not run a call of its input
+        signature yet."""
+        return {
             lib
             for lib in saturated & set(case.apis)
             if signature_key(case, lib) not in self._warm.get(lib, ())
         }
+
+    def _paced(self, case: Case, saturated: set[str]) -> Case:
+        """The case for a campaign where some libraries are saturated (their first calls,
+        which trace or compile, fall behind the others). A saturated library takes part in
+        the cases whose input signature it has run already (a warm call costs it little).
+        A fresh case that would be cold for one is replaced by one of that library's warm
+        cases of the group and dtype with fresh values of the case's value class
+        (:func:`~xamt.inputs.draw.revalue`): every library takes part, on a signature the
+        saturated one has warmed. With no warm case to take, the case goes without the
+        saturated libraries still cold for it (two libraries stay, the least busy)."""
+        left_out = self._cold(case, saturated)
         if not left_out:
             return case
+        if not case.grad:
+            warm = self._warm_case(case, left_out)
+            if warm is not None:
+                case, left_out = warm, self._cold(warm, saturated)
+                if not left_out:
+                    return case
         if len(case.apis) - len(left_out) < 2:
             backlog = self.pool.backlog()
             keep = sorted(left_out, key=lambda lib: backlog.get(lib, 0.0))
             left_out -= set(keep[: 2 - (len(case.apis) - len(left_out))])
         self.state.paced.update(left_out)
         return _without(case, left_out)
+
+    def _warm_case(self, case: Case, cold: set[str]) -> Case | None:
+        """A warm case of the group and dtype for one of the ``cold`` libraries (the busiest
+        first), revalued with ``case``'s value class and seed; None where none has one."""
+        backlog = self.pool.backlog()
+        group = self.groups[case.group]
+        for lib in sorted(cold, key=lambda lib: (-backlog.get(lib, 0.0), lib)):
+            kept = self._warm_cases.get((lib, case.group, case.dtype))
+            if not kept:
+                continue
+            base = kept[int(self.rng.integers(0, len(kept)))]
+            fresh = revalue(base, group, self.rng, case.value_class, case.seed)
+            if fresh is None:
+                return None
+            # the other libraries keep the members the fresh case chose
+            apis = {**case.apis, lib: base.apis[lib]}
+            return self._without_fatal(fit_apis(dataclasses.replace(fresh, apis=apis), group))
+        return None
 
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
         return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
@@ -743,7 +790,13 @@ class Campaign:
                 books[1] += lib in run.outcomes
             for lib in run.outcomes:
                 if lib in case.apis:
-                    self._warm.setdefault(lib, set()).add(signature_key(case, lib))
+                    key = signature_key(case, lib)
+                    warm = self._warm.setdefault(lib, set())
+                    if key not in warm and not case.grad:
+                        self._warm_cases.setdefault(
+                            (lib, case.group, case.dtype), deque(maxlen=WARM_CASES)
+                        ).append(case)
+                    warm.add(key)
             if case.grad:
                 self.state.gradients["cases"] += 1
                 self.state.gradients.update(

@@ -288,6 +288,40 @@ def mutate(case: Case, group: Group, rng: np.random.Generator) -> Case:
     )
 
 
+def revalue(
+    case: Case, group: Group, rng: np.random.Generator, value_class: str, seed: int
+) -> Case | None:
+    """``case`` with fresh values of ``value_class`` in its arrays, everything else kept
+    (shapes, dtypes, parameters, members): the same input signature, so that a library that
+    traced or compiled it calls it warm. None for a group whose arrays are drawn under
+    constraints (a deep-learning layer's weights, probabilities and labels) or a gradient case
+    (its cotangent goes with its values)."""
+    if is_dl(group.shapes) or case.grad:
+        return None
+
+    def fresh(value: Any) -> Any:
+        if isinstance(value, BFloat16):
+            return draw_array(rng, tuple(value.values.shape), "bfloat16", value_class)
+        if isinstance(value, np.ndarray):
+            return draw_array(rng, tuple(value.shape), value.dtype.name, value_class)
+        return value
+
+    values = dict(case.values)
+    for role in array_roles(group):
+        if role not in values:
+            continue
+        v = values[role]
+        values[role] = [fresh(a) for a in v] if isinstance(v, list | tuple) else fresh(v)
+    return Case(
+        group=case.group,
+        dtype=case.dtype,
+        value_class=value_class,
+        values=values,
+        apis=dict(case.apis),
+        seed=seed,
+    )
+
+
 def _ndim(values: dict[str, Any], group: Group) -> int:
     for role in array_roles(group):
         v = values.get(role)
