@@ -339,6 +339,24 @@ def test_a_saturated_library_keeps_the_cases_of_signatures_it_has_run(tmp_path: 
     assert camp.state.paced["jax"] == 2
 
 
+def test_a_case_slow_warm_is_never_repeated_as_a_warm_case(tmp_path: Path) -> None:
+    """A case some library took seconds over (numpy.round with decimals=2**31-1, under the
+    hang deadline) is not kept to stand in for cold cases: repeated, it stalled a campaign."""
+    camp = make_campaign(tmp_path)
+    camp.open(resume=False)
+    slow = {
+        lib: dataclasses.replace(o, seconds=3.0 if lib == "numpy" else 0.001)
+        for lib, o in returned({"numpy": [1, 1], "torch": [1, 1], "jax": [1, 1]}).items()
+    }
+    process(camp, [sinc_case([2.0, 3.0])], [slow])
+    cold = sinc_case([0.0, 1.0, 2.0])
+    assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}  # nothing to stand in
+    quick = {lib: dataclasses.replace(o, seconds=0.001) for lib, o in slow.items()}
+    process(camp, [sinc_case([4.0, 5.0, 6.0, 7.0])], [quick])
+    took = camp._paced(cold, {"jax"})
+    assert set(took.apis) == set(LIBS) and took.values["x"].shape == (4,)
+
+
 def test_a_signal_while_waiting_puts_the_batch_back_unbooked(tmp_path: Path) -> None:
     """SIGINT/SIGTERM breaks off the wait on the workers; the batch waited on goes back to the
     front of the pending ones (saved with the state: --resume runs it first) and nothing of

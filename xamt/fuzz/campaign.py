@@ -69,8 +69,12 @@ MAX_PENDING = 12
 PACE_SECONDS = 1.5
 HUNGRY_SECONDS = 0.25
 # A saturated library's warm cases kept per (library, group, dtype): a fresh case it would be
-# left out of is replaced by one of these with fresh values (see Campaign._paced).
+# left out of is replaced by one of these with fresh values (see Campaign._paced). Only a case
+# every library answered within WARM_CASE_SECONDS is kept: one that is slow warm
+# (numpy.round with decimals=2**31-1 takes seconds, under the hang deadline) would otherwise be
+# repeated while it keeps a library saturated.
 WARM_CASES = 2
+WARM_CASE_SECONDS = 1.0
 PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
 EXPECTED_RATE = 50  # cases per second a campaign of all libraries runs on two cores
 # The schedule's state (which grows with the arms tried and the signatures seen: megabytes in a
@@ -788,11 +792,16 @@ class Campaign:
                 books = self.state.participation.setdefault(lib, [0, 0])
                 books[0] += 1
                 books[1] += lib in run.outcomes
+            quick = all(
+                o.status in ("ok", "error", "unsupported")
+                and (o.seconds or 0.0) <= WARM_CASE_SECONDS
+                for o in run.outcomes.values()
+            )
             for lib in run.outcomes:
                 if lib in case.apis:
                     key = signature_key(case, lib)
                     warm = self._warm.setdefault(lib, set())
-                    if key not in warm and not case.grad:
+                    if key not in warm and not case.grad and quick:
                         self._warm_cases.setdefault(
                             (lib, case.group, case.dtype), deque(maxlen=WARM_CASES)
                         ).append(case)
