@@ -355,6 +355,9 @@ def test_a_case_slow_warm_is_never_repeated_as_a_warm_case(tmp_path: Path) -> No
     process(camp, [sinc_case([4.0, 5.0, 6.0, 7.0])], [quick])
     took = camp._paced(cold, {"jax"})
     assert set(took.apis) == set(LIBS) and took.values["x"].shape == (4,)
+    # the same signature slow on other values: that warm case is dropped
+    process(camp, [sinc_case([9.0, 9.0, 9.0, 9.0])], [slow])
+    assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}
 
 
 def test_a_signal_while_waiting_puts_the_batch_back_unbooked(tmp_path: Path) -> None:

@@ -70,9 +70,10 @@ PACE_SECONDS = 1.5
 HUNGRY_SECONDS = 0.25
 # A saturated library's warm cases kept per (library, group, dtype): a fresh case it would be
 # left out of is replaced by one of these with fresh values (see Campaign._paced). Only a case
-# every library answered within WARM_CASE_SECONDS is kept: one that is slow warm
-# (numpy.round with decimals=2**31-1 takes seconds, under the hang deadline) would otherwise be
-# repeated while it keeps a library saturated.
+# every library answered within WARM_CASE_SECONDS is kept, and a kept one whose signature a
+# library later answered slower (its cost depends on the values) is dropped: a case that is
+# slow warm (numpy.round with decimals=2**31-1 takes seconds on some values, under the hang
+# deadline) would otherwise be repeated while it keeps a library saturated.
 WARM_CASES = 2
 WARM_CASE_SECONDS = 1.0
 PACE_POLL = 0.02  # seconds the loop lets the workers run before it checks again
@@ -567,6 +568,15 @@ class Campaign:
             return self._without_fatal(fit_apis(dataclasses.replace(fresh, apis=apis), group))
         return None
 
+    def _drop_warm_cases(self, case: Case) -> None:
+        """Forget the warm cases of ``case``'s signature (a library answered it slowly)."""
+        for lib in case.apis:
+            kept = self._warm_cases.get((lib, case.group, case.dtype))
+            if kept:
+                key = signature_key(case, lib)
+                for slow in [c for c in kept if signature_key(c, lib) == key]:
+                    kept.remove(slow)
+
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
         return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
 
@@ -797,6 +807,8 @@ class Campaign:
                 and (o.seconds or 0.0) <= WARM_CASE_SECONDS
                 for o in run.outcomes.values()
             )
+            if not quick:
+                self._drop_warm_cases(case)
             for lib in run.outcomes:
                 if lib in case.apis:
                     key = signature_key(case, lib)
