@@ -605,6 +605,10 @@ class Campaign:
             and len(differentiable(group) & set(case.apis.values())) >= 2
             and eligible(case.values, group)
             and self.rng.random() < self.config.gradients
+            # a whole-number parameter of HUGE_SIZE or more can make each call slow under the
+            # deadline (numpy.round with decimals=2**31-1: 1.9 s), and the gradient's float64
+            # reference makes four calls per input element: 64 for a (4, 4) input
+            and not _huge_roles(case)
         ):
             case = gradient_case(case, group, self.rng)
         return self._without_fatal(fit_apis(self._lighter(case), group))
