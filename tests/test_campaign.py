@@ -352,12 +352,13 @@ def test_a_case_slow_warm_is_never_repeated_as_a_warm_case(tmp_path: Path) -> No
     cold = sinc_case([0.0, 1.0, 2.0])
     assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}  # nothing to stand in
     quick = {lib: dataclasses.replace(o, seconds=0.001) for lib, o in slow.items()}
+    process(camp, [sinc_case([1.0] * 5)], [quick])  # kept first: compared when one is dropped
     process(camp, [sinc_case([4.0, 5.0, 6.0, 7.0])], [quick])
     took = camp._paced(cold, {"jax"})
-    assert set(took.apis) == set(LIBS) and took.values["x"].shape == (4,)
+    assert set(took.apis) == set(LIBS) and took.values["x"].shape in ((4,), (5,))
     # the same signature slow on other values: that warm case is dropped
     process(camp, [sinc_case([9.0, 9.0, 9.0, 9.0])], [slow])
-    assert set(camp._paced(cold, {"jax"}).apis) == {"numpy", "torch"}
+    assert camp._paced(cold, {"jax"}).values["x"].shape == (5,)  # only the other one is left
 
 
 def test_a_signal_while_waiting_puts_the_batch_back_unbooked(tmp_path: Path) -> None:

@@ -574,8 +574,10 @@ class Campaign:
             kept = self._warm_cases.get((lib, case.group, case.dtype))
             if kept:
                 key = signature_key(case, lib)
-                for slow in [c for c in kept if signature_key(c, lib) == key]:
-                    kept.remove(slow)
+                # (rebuilt, not deque.remove: a case's arrays have no truth value to compare)
+                others = [c for c in kept if signature_key(c, lib) != key]
+                kept.clear()
+                kept.extend(others)
 
     def _submit(self, picks: list[Pick], cases: list[Case]) -> _Batch:
         return _Batch(picks=picks, cases=cases, submitted=self.replay.submit(cases))
