@@ -32,7 +32,13 @@ from xamt.oracle.gradient import (
     wrt_roles,
 )
 from xamt.triage.repro import IMPORTS, _Renderer
-from xamt.triage.short import TO_NUMPY_BF16, ShortRepro, _ShortRenderer, exact_scalar
+from xamt.triage.short import (
+    TO_NUMPY_BF16,
+    ShortRepro,
+    _ShortRenderer,
+    exact_scalar,
+    short_text,
+)
 from xamt.types import Case, Outcome
 from xamt.workers.protocol import BFloat16
 
@@ -287,24 +293,9 @@ def short_gradient_script(
         f"numpy.testing.assert_allclose({actual}, {exact_scalar(check.expected, 'float64')},"
         f" rtol={check.rtol!r}, atol={check.atol!r})",
     ]
-    imports = ["import numpy", IMPORTS[library]]
-    if r.npz:
-        imports.insert(0, "import pathlib")
-    lines = [
-        f'"""xamt finding {finding.key}, with {library} {version} alone.',
-        "",
-        *([finding.detail, ""] if finding.detail else []),
-        "Run it: it fails (AssertionError) while the bug is there.",
-        '"""',
-        "",
-        *imports,
-        "",
-        *r.arrays,
-        *made.inputs,
-        *made.lines,
-        *body,
-    ]
-    return ShortRepro(text="\n".join(lines) + "\n", arrays=dict(r.npz), shows="assertion")
+    says = "Run it: it fails (AssertionError) while the bug is there."
+    text = short_text(finding, version, says, r, [*made.inputs, *made.lines, *body])
+    return ShortRepro(text=text, arrays=dict(r.npz), shows="assertion")
 
 
 def _index(position: Sequence[int]) -> str:

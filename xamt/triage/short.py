@@ -445,6 +445,14 @@ def short_script(
         shows = {"crash": "signal", "hang": "hang", "resource": ""}[finding.kind]  # type: ignore[assignment]
     else:
         return None
+    text = short_text(finding, version, _run_says(shows, error), r, [ln for ln in body if ln])
+    return ShortRepro(text=text, arrays=dict(r.npz), shows=shows, error=error)
+
+
+def short_text(finding: Finding, version: str, says: str, r: _Renderer, body: Sequence[str]) -> str:
+    """A short repro's text: the docstring (the finding, its detail, what a run ``says``),
+    the imports, the inputs ``r`` rendered, then ``body``."""
+    library = finding.library
     imports = ["import numpy", IMPORTS[library]]
     if r.npz:
         imports.insert(0, "import pathlib")
@@ -452,15 +460,15 @@ def short_script(
         f'"""xamt finding {finding.key}, with {library} {version} alone.',
         "",
         *([finding.detail, ""] if finding.detail else []),
-        _run_says(shows, error),
+        says,
         '"""',
         "",
         *imports,
         "",
         *r.arrays,
-        *(line for line in body if line),
+        *body,
     ]
-    return ShortRepro(text="\n".join(lines) + "\n", arrays=dict(r.npz), shows=shows, error=error)
+    return "\n".join(lines) + "\n"
 
 
 def _run_says(shows: Shows, error: str) -> str:
