@@ -127,11 +127,22 @@ def sinc_group() -> Group:
 
 
 def make_campaign(
-    tmp_path: Path, *, name: str = "fuzz-0-1", seed: int = 5, budget: Budget | None = None
+    tmp_path: Path,
+    *,
+    name: str = "fuzz-0-1",
+    seed: int = 5,
+    budget: Budget | None = None,
+    participation: float = 0.0,
 ) -> Campaign:
-    """A campaign on the sinc group with a pool that is never started and a real store."""
+    """A campaign on the sinc group with a pool that is never started and a real store (no
+    participation floor unless given: a saturated library is left out of cold cases)."""
     config = CampaignConfig(
-        name=name, seed=seed, budget=budget or Budget(cases=100), libraries=LIBS, batch=4
+        name=name,
+        seed=seed,
+        budget=budget or Budget(cases=100),
+        libraries=LIBS,
+        batch=4,
+        participation=participation,
     )
     pool = WorkerPool(dict.fromkeys(LIBS, sys.executable))
     store = Store(tmp_path / "xamt.sqlite")
@@ -337,6 +348,31 @@ def test_a_saturated_library_keeps_the_cases_of_signatures_it_has_run(tmp_path: 
     other = dataclasses.replace(cold, dtype="float64", values={"x": np.zeros(3)})
     assert set(camp._paced(other, {"jax"}).apis) == {"numpy", "torch"}
     assert camp.state.paced["jax"] == 2
+
+
+def test_a_saturated_library_takes_cold_cases_that_keep_it_at_the_participation_floor(
+    tmp_path: Path,
+) -> None:
+    camp = make_campaign(tmp_path, participation=0.5)
+    camp.open(resume=False)
+    taken = []
+    for i in range(8):
+        case = camp._paced(sinc_case([float(i)] * (i + 1)), {"jax"})  # a new shape each time
+        camp._tally([case])
+        taken.append("jax" in case.apis)
+    # never warm: it takes a case whenever leaving it out would put it under half
+    assert taken == [True, False, True, False, True, False, True, False]
+    assert camp._drawn_part["jax"] == [8, 4] and camp._drawn_part["numpy"] == [8, 8]
+    assert camp.state.paced["jax"] == 4
+    # not saturated: always in, whatever the floor
+    assert "jax" in camp._paced(sinc_case([0.0] * 20), set()).apis
+    # a resumed campaign counts from what it committed
+    process(camp, [sinc_case([1.0])], [returned({"numpy": [1], "torch": [1]})])
+    camp._save()
+    again = make_campaign(tmp_path, participation=0.5)
+    again.open(resume=True)
+    assert again._drawn_part["jax"] == [1, 0]
+    assert "jax" in again._paced(sinc_case([0.0] * 30), {"jax"}).apis
 
 
 def test_a_case_slow_warm_is_never_repeated_as_a_warm_case(tmp_path: Path) -> None:

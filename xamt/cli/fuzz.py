@@ -24,7 +24,7 @@ from xamt.cli.common import (
     warn,
 )
 from xamt.errors import UsageError
-from xamt.fuzz import Schedule
+from xamt.fuzz import PARTICIPATION, Schedule
 from xamt.workers.pool import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
@@ -162,6 +162,16 @@ def fuzz(
             "cases whose inputs can be differentiated). --oracles values turns gradients off."
         ),
     ] = "values,gradients",
+    participation: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Under a time budget, the share of its groups' cases each library takes part "
+            "in even when it falls behind the others (the campaign waits for it); 0 leaves a "
+            "library that falls behind out of the cases it has not run warm.",
+        ),
+    ] = PARTICIPATION,
 ) -> None:
     """Fuzz the catalog's groups across libraries and write findings.json.
 
@@ -202,6 +212,7 @@ def fuzz(
         triage_budget=triage_budget,
         catalog=catalog,
         variant=variant.value,
+        participation=participation,
         given=given_options(ctx),
     )
     display = Display(budget)

@@ -28,6 +28,7 @@ from xamt.catalog.model import Catalog, Group
 from xamt.errors import UsageError
 from xamt.findings import decode_case
 from xamt.findings import to_json as finding_json
+from xamt.fuzz import PARTICIPATION
 from xamt.fuzz.cancel import Cancellation, Cancelled
 from xamt.fuzz.schedule import DIVERGENCE_WEIGHT, NOVELTY_BONUS, Pick, Schedule, make_schedule
 from xamt.inputs.draw import (
@@ -189,6 +190,8 @@ class CampaignConfig:
     schedule: str = "variance"
     batch: int = BATCH
     pace: bool = True  # under a time budget, let each library go at its own rate
+    # paced: the share of its groups' cases every library takes part in (see PARTICIPATION)
+    participation: float = PARTICIPATION
     # the share of cases that also check gradients (xamt.oracle.gradient): 0 for values only
     gradients: float = 0.0
     # the run's options (xamt.fuzz.run.run_options), stored so that --resume continues with them
@@ -313,6 +316,9 @@ class Campaign:
         self._warm: dict[str, set[tuple[Any, ...]]] = {}
         # per (library, group, dtype), the last WARM_CASES fresh cases the library ran
         self._warm_cases: dict[tuple[str, str, str], deque[Case]] = {}
+        # per library, as drawn (compared cases and those in flight): [cases of its groups,
+        # cases it takes part in]; the participation floor reads it (see _paced)
+        self._drawn_part: dict[str, list[int]] = {}
 
     # --- lifecycle -------------------------------------------------------------------------
     def open(self, resume: bool) -> bool:
@@ -396,6 +402,7 @@ class Campaign:
                 gradients=Counter(state.get("gradients", {})),
                 participation={lib: list(v) for lib, v in state.get("participation", {}).items()},
             )
+            self._drawn_part = {lib: list(v) for lib, v in self.state.participation.items()}
             self._resumed = [
                 (
                     [Pick(tuple(arm), parent) for arm, parent in b["picks"]],
@@ -448,6 +455,7 @@ class Campaign:
         try:
             for picks, cases in self._resumed:
                 self._pending.append(self._submit(picks, cases))
+                self._tally(cases)
             self._resumed = []
             while not cancel.requested:
                 while not drawn_out() and (
@@ -514,7 +522,25 @@ class Campaign:
             size = min(size, self.config.budget.cases - self._drawn())
         picks = [self.schedule.pick(self.rng) for _ in range(size)]
         saturated = self._saturated()
-        return self._submit(picks, [self._paced(self._case(p), saturated) for p in picks])
+        cases = []
+        for pick in picks:
+            cases.append(self._paced(self._case(pick), saturated))
+            self._tally(cases[-1:])
+        return self._submit(picks, cases)
+
+    def _tally(self, cases: Sequence[Case]) -> None:
+        """Count drawn cases in each library's participation (see _below_floor)."""
+        for case in cases:
+            for lib in self._group_libraries.get(case.group, ()):
+                books = self._drawn_part.setdefault(lib, [0, 0])
+                books[0] += 1
+                books[1] += lib in case.apis
+
+    def _below_floor(self, lib: str) -> bool:
+        """Whether leaving ``lib`` out of one more case of its groups would put it below the
+        campaign's participation floor."""
+        member, took_part = self._drawn_part.get(lib, (0, 0))
+        return took_part < self.config.participation * (member + 1)
 
     def _cold(self, case: Case, saturated: set[str]) -> set[str]:
         """The saturated libraries of ``case`` that have not run a call of its input
@@ -533,7 +559,9 @@ class Campaign:
         cases of the group and dtype with fresh values of the case's value class
         (:func:`~xamt.inputs.draw.revalue`): every library takes part, on a signature the
         saturated one has warmed. With no warm case to take, the case goes without the
-        saturated libraries still cold for it (two libraries stay, the least busy)."""
+        saturated libraries still cold for it (two libraries stay, the least busy), except
+        those that would fall below the participation floor: they take it cold, and the
+        campaign waits for them."""
         left_out = self._cold(case, saturated)
         if not left_out:
             return case
@@ -541,8 +569,9 @@ class Campaign:
             warm = self._warm_case(case, left_out)
             if warm is not None:
                 case, left_out = warm, self._cold(warm, saturated)
-                if not left_out:
-                    return case
+        left_out = {lib for lib in left_out if not self._below_floor(lib)}
+        if not left_out:
+            return case
         if len(case.apis) - len(left_out) < 2:
             backlog = self.pool.backlog()
             keep = sorted(left_out, key=lambda lib: backlog.get(lib, 0.0))

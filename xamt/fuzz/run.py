@@ -19,7 +19,7 @@ from xamt import envs
 from xamt.catalog import model as catalog_model
 from xamt.errors import UsageError, XamtError
 from xamt.findings import Document
-from xamt.fuzz import Schedule
+from xamt.fuzz import PARTICIPATION, Schedule
 from xamt.fuzz.campaign import Budget, Progress
 from xamt.libraries import check_library, library_names
 from xamt.timing import LibraryTime, Phases, table_lines
@@ -118,6 +118,9 @@ class FuzzConfig:
     variant: str = "cpu"
     # the oracles the campaign runs: "values" always, "gradients" on the cases that can
     oracles: tuple[str, ...] = ("values", "gradients")
+    # under a time budget, the share of its groups' cases each library takes part in even when
+    # it falls behind (the campaign waits for it): 0 to 1
+    participation: float = PARTICIPATION
     # the fields the caller set on purpose (the command line's options that were given); a
     # resumed campaign refuses those that contradict the stored ones and takes the rest from
     # the store. None: the fields that differ from these defaults
@@ -139,6 +142,7 @@ RESUMED_OPTIONS = {
     "catalog": "--catalog",
     "known_differences": "--known-differences",
     "variant": "--variant",
+    "participation": "--participation",
 }
 
 
@@ -163,6 +167,7 @@ def run_options(config: FuzzConfig, libraries: Sequence[str]) -> dict[str, Any]:
         if config.known_differences is None
         else str(Path(config.known_differences).resolve()),
         "variant": config.variant,
+        "participation": config.participation,
     }
 
 
@@ -253,6 +258,7 @@ def resumed_config(config: FuzzConfig) -> FuzzConfig:
         if run.get("known_differences") is None
         else Path(run["known_differences"]),
         "variant": run.get("variant", config.variant),
+        "participation": run.get("participation", config.participation),
     }
     for field in sorted(given & set(RESUMED_OPTIONS), key=list(RESUMED_OPTIONS).index):
         mine, theirs = getattr(config, field), stored[field]
@@ -462,6 +468,7 @@ def _run(
         libraries=tuple(chosen),
         schedule=config.schedule,
         gradients=GRADIENT_SHARE if "gradients" in config.oracles else 0.0,
+        participation=config.participation,
         run=run_options(config, chosen),
     )
     report = on_campaign or (lambda p: on_progress(campaign_line(p)))
