@@ -2,7 +2,9 @@
 
 For each seed, a campaign over the chosen groups runs for the given time exactly as
 ``xamt fuzz`` runs one (adaptive deadlines, standby workers, each library at its own pace;
-``--no-pace`` turns all three off, for comparison), and the bench prints:
+``--no-pace`` turns all three off, for comparison; ``--participation`` sets the share of its
+groups' cases a library that falls behind still takes, 0.8 as in ``xamt fuzz``), and the
+bench prints:
 
 * cases per second, and each library's calls per second;
 * where each library's time went (warm calls, first calls that compile, hangs, restarts) and
@@ -16,7 +18,7 @@ environment (``bench/floor_runner.py``), one library at a time: the cases per se
 core reaches with no process boundary and no orchestrator, and the campaign's ratio to it.
 
 Run: ``python bench/campaign_rate.py [--minutes 10] [--seeds 1,2] [--groups all|common]
-[--libs numpy,jax] [--floor-cases 600] [--no-pace]``.
+[--libs numpy,jax] [--floor-cases 600] [--no-pace] [--participation 0.8]``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import numpy as np
 from xamt import envs
 from xamt.catalog import model
 from xamt.catalog.bind import bind
+from xamt.fuzz import PARTICIPATION
 from xamt.fuzz.campaign import Budget, Campaign, CampaignConfig, select_groups
 from xamt.fuzz.schedule import make_schedule
 from xamt.inputs.draw import draw_case, fuzz_dtypes, pick_apis
@@ -64,6 +67,7 @@ def main() -> int:
     parser.add_argument("--libs", default=",".join(library_names()))
     parser.add_argument("--floor-cases", type=int, default=600)
     parser.add_argument("--no-pace", action="store_true", help="one deadline, no standby")
+    parser.add_argument("--participation", type=float, default=PARTICIPATION)
     opts = parser.parse_args()
     print("$ python bench/campaign_rate.py " + " ".join(sys.argv[1:]), flush=True)
     libs = [x for x in opts.libs.split(",") if x]
@@ -73,14 +77,28 @@ def main() -> int:
     pythons = {lib: envs.interpreter(lib) for lib in libs}
     print(f"{len(groups)} groups, libraries {', '.join(libs)}", flush=True)
     for seed in (int(s) for s in opts.seeds.split(",")):
-        campaign_once(groups, libs, pythons, seed, opts.minutes * 60, pace=not opts.no_pace)
+        campaign_once(
+            groups,
+            libs,
+            pythons,
+            seed,
+            opts.minutes * 60,
+            pace=not opts.no_pace,
+            participation=opts.participation,
+        )
     if opts.floor_cases:
         floor(groups, libs, pythons, opts.floor_cases)
     return 0
 
 
 def campaign_once(
-    groups: list, libs: list[str], pythons: dict[str, str], seed: int, seconds: float, pace: bool
+    groups: list,
+    libs: list[str],
+    pythons: dict[str, str],
+    seed: int,
+    seconds: float,
+    pace: bool,
+    participation: float = PARTICIPATION,
 ) -> float:
     with tempfile.TemporaryDirectory(prefix="xamt-rate-") as tmp:
         db = Path(tmp) / "xamt.sqlite"
@@ -92,6 +110,7 @@ def campaign_once(
                 budget=Budget(seconds=seconds),
                 libraries=tuple(libs),
                 pace=pace,
+                participation=participation,
             )
             campaign = Campaign(config, groups, pool, store, known=[])
             campaign.open(False)
