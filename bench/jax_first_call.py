@@ -1,5 +1,8 @@
 """What a jax first call costs in a fresh process: eager first and warm calls of 20 jax.numpy
-functions on two shapes, then trace, lower and compile of each separately (ms per call).
+functions on two shapes, then trace, lower and compile of each separately (ms per call); and
+what moving an input to jax costs for a new shape and dtype, the way the worker did it
+(jnp.array with copy=True, which compiles a conversion) and the way it does now
+(jax.device_put of a copy).
 
 Run in the jax environment, with or without a compilation cache:
 ``JAX_PLATFORMS=cpu ~/.cache/xamt/envs/jax-cpu/bin/python bench/jax_first_call.py``
@@ -81,3 +84,21 @@ print(
     {k: round(v / (40 if k.startswith("eager") else 20) * 1000, 1) for k, v in tot.items()},
     "ms per call",
 )
+
+
+conv = {"jnp.array(copy=True)": 0.0, "device_put(copy)": 0.0}
+count = 0
+for rows in range(1, 21):
+    for dtype in (np.float32, np.float64, np.int32, np.complex64):
+        count += 1
+        for i, (label, convert) in enumerate(
+            (
+                ("jnp.array(copy=True)", lambda x: jnp.array(x, dtype=x.dtype, copy=True)),
+                ("device_put(copy)", lambda x: jax.device_put(np.array(x, copy=True))),
+            )
+        ):
+            x = np.ones((rows, 3 + i), dtype)  # a shape neither way has met
+            t = time.perf_counter()
+            jax.block_until_ready(convert(x))
+            conv[label] += time.perf_counter() - t
+print({k: round(v / count * 1000, 2) for k, v in conv.items()}, "ms per input of a new shape")

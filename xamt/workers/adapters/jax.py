@@ -65,9 +65,12 @@ class JaxAdapter(Adapter):
         return self.dtypes.get(name)
 
     def array_to_native(self, value: np.ndarray | BFloat16, name: str, api: str) -> Any:
+        # device_put of a private copy, not jnp.array/jnp.asarray: those compile a conversion
+        # for every new shape and dtype (about 30 ms each on two cores, a first call's worth);
+        # the array is the same, bit for bit, dtype and weak type included
         if isinstance(value, BFloat16):
-            return self.jnp.asarray(value.values).astype(self.jnp.bfloat16)
-        return self.jnp.array(value, dtype=value.dtype, copy=True)
+            return self.lib.device_put(np.asarray(value.values, dtype=self.jnp.bfloat16))
+        return self.lib.device_put(np.array(value, copy=True))
 
     def is_native(self, obj: Any) -> bool:
         return isinstance(obj, self.lib.Array)
@@ -79,7 +82,7 @@ class JaxAdapter(Adapter):
         return arr
 
     def like(self, values: np.ndarray, tensor: Any) -> Any:
-        return self.jnp.asarray(values, dtype=tensor.dtype)
+        return self.lib.device_put(np.asarray(values, dtype=tensor.dtype))
 
     def vjp(
         self, fn: Any, args: list[Any], kwargs: dict[str, Any], wrt: list[str], seed: int
