@@ -10,7 +10,9 @@ campaign loop met (the root-cause identity: library, callable, kind family, dtyp
 and their rate per minute, the first (tracing, compiling) calls per library, and each
 library's participation (the cases it took part in, of its groups' cases).
 
-Run: ``python bench/vocabulary.py [--minutes 4] [--seeds 11,12] [--groups all|common]``.
+Run: ``python bench/vocabulary.py [--minutes 4] [--seeds 11,12] [--groups all|common]
+[--fresh 0.25,1]``; ``--fresh`` lists the fresh shares to run, the shipped one and 1 (every
+case fresh) by default.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def run_once(groups: list, libs: list[str], seed: int, seconds: float, fresh: fl
             progress = campaign.run()
             wall = time.monotonic() - started
             times = campaign.library_times()
-    label = "vocabulary" if fresh < 1 else "fresh     "
+    label = f"fresh share {fresh:g}"
     minutes = wall / 60
     print(
         f"seed {seed} {label}: {progress.cases} cases, {progress.cases / wall:.0f}/s; "
@@ -90,6 +92,7 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=4.0)
     parser.add_argument("--seeds", default="11,12")
     parser.add_argument("--groups", choices=("all", "common"), default="all")
+    parser.add_argument("--fresh", default=f"{draw.VOCABULARY_FRESH:g},1")
     opts = parser.parse_args()
     print("$ python bench/vocabulary.py " + " ".join(sys.argv[1:]), flush=True)
     libs = list(library_names())
@@ -98,12 +101,12 @@ def main() -> int:
         groups = [g for g in groups if g.id in COMMON]
     print(
         f"{len(groups)} groups; vocabulary size {draw.VOCABULARY_SIZE}, fresh share "
-        f"{draw.VOCABULARY_FRESH} against every case fresh; {opts.minutes:g} min each",
+        f"{draw.VOCABULARY_FRESH} shipped; fresh shares {opts.fresh}; {opts.minutes:g} min each",
         flush=True,
     )
-    shipped = draw.VOCABULARY_FRESH  # (run_once sets the module's value)
+    shares = [float(x) for x in opts.fresh.split(",") if x]  # (run_once sets the module's)
     for seed in (int(s) for s in opts.seeds.split(",")):
-        for fresh in (shipped, 1.0):
+        for fresh in shares:
             run_once(groups, libs, seed, opts.minutes * 60, fresh)
     return 0
 
