@@ -836,3 +836,50 @@ def test_eigenvalues_in_another_order_are_the_same_answer() -> None:
 
     assert blamed(numpy_says[::-1].copy()) == set()
     assert blamed(np.array([0.0791548, -0.5], np.complex64)) == {"paddle"}
+
+
+class _Recording:
+    """What Replay.submit hands the pool, recorded (no worker is started)."""
+
+    def __init__(self) -> None:
+        self.workers = {"numpy": None, "torch": None, "jax": None}
+        self.calls: dict[str, list[Any]] = {}
+
+    def submit(self, calls: dict[str, list[Any]]) -> int:
+        self.calls = calls
+        return 1
+
+
+def test_a_gradient_cases_probes_share_one_time_budget_per_case() -> None:
+    """numpy's finite-difference probes (four float64 calls per input element, each of which
+    may be slow under the hang deadline) share PROBE_SECONDS per case; nothing else has one."""
+    from xamt.oracle.gradient import gradient_case
+    from xamt.replay import PROBE_SECONDS, Replay
+
+    group = {g.id: g for g in model.load().groups}["tanh"]
+    apis = {m.library: m.api for m in group.members if m.library in ("numpy", "torch", "jax")}
+    rng = np.random.default_rng(0)
+    cases = [
+        gradient_case(
+            Case(
+                group="tanh",
+                dtype="float32",
+                value_class="ordinary",
+                values={group.roles[0]: np.linspace(-1, 1, n, dtype=np.float32)},
+                apis=apis,
+                seed=1,
+            ),
+            group,
+            rng,
+        )
+        for n in (2, 3)
+    ]
+    pool = _Recording()
+    Replay(pool, [group], known=[]).submit(cases)  # type: ignore[arg-type]
+    numpy_calls = pool.calls["numpy"]
+    budgets = [c.budget for c in numpy_calls]
+    # per case: its own call, the float64 reference, then 4 probes per element
+    assert budgets[:2] == [None, None] and budgets[10:12] == [None, None]
+    assert set(budgets[2:10]) == {("probes-0", PROBE_SECONDS)}
+    assert set(budgets[12:]) == {("probes-1", PROBE_SECONDS)} and len(budgets) == 24
+    assert all(c.budget is None for lib in ("torch", "jax") for c in pool.calls[lib])

@@ -55,6 +55,10 @@ INTEGER_DTYPES = tuple(name for name in DTYPE_NAMES if name.startswith(("int", "
 # reference (numpy itself is judged there by the standard's special cases only), which a 3-2
 # vote cannot overrule
 REFERENCE_DTYPES = tuple(name for name in DTYPE_NAMES if name != "bool")
+# Seconds numpy may spend on one gradient case's finite-difference probes (four float64 calls
+# per input element): past it the rest are not made, and those positions have no reference.
+# numpy.round with decimals=2**31-1 took 1.9 s a call, 64 calls for a (4, 4) input.
+PROBE_SECONDS = 2.0
 # The input classes a finding can need, most specific first: the trigger vocabulary, each
 # trigger with the input-class tags (``xamt.inputs.tags``) it stands for.
 TRIGGER_TAGS: dict[str, tuple[str, ...]] = {
@@ -705,7 +709,10 @@ class Replay:
                 if roles:
                     moved = [gradient.probed(up, p) for p in gradient.probes(case.values, roles)]
                     probe = range(len(calls["numpy"]), len(calls["numpy"]) + len(moved))
-                    calls["numpy"] += [bind(member, values) for values in moved]
+                    budget = (f"probes-{len(probe_slots)}", PROBE_SECONDS)
+                    calls["numpy"] += [
+                        dataclasses.replace(bind(member, values), budget=budget) for values in moved
+                    ]
             ref_slots.append(ref)
             probe_slots.append(probe)
         return Submitted(

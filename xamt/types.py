@@ -42,6 +42,11 @@ class Call:
     # the vector-Jacobian product of the result for the cotangent
     # :func:`xamt.workers.protocol.cotangent` makes from ``seed`` (empty: values only)
     grad: tuple[str, ...] = ()
+    # a time budget shared by the calls of one batch that name the same key (key, seconds): a
+    # call the worker reaches once that key's calls have taken the seconds is not made, and
+    # comes back "withdrawn" (a gradient case's finite-difference probes: four calls per input
+    # element, each of which may be slow under the hang deadline)
+    budget: tuple[str, float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import select
 import signal
@@ -132,6 +133,20 @@ def test_withdrawn_calls_are_not_made(small_pool: WorkerPool) -> None:
     assert small_pool.collect(third)["torch"][0].status == "withdrawn"
     assert small_pool.collect(short)["torch"][0].status == "ok"
     assert time.monotonic() - start < 2.0
+
+
+def test_calls_sharing_a_time_budget_stop_once_it_is_spent(small_pool: WorkerPool) -> None:
+    """The calls of a batch that name one budget key run until they have taken its seconds;
+    the rest come back withdrawn, unmade. Other keys, and calls with no budget, are made."""
+    slow = Call(api="xamt_testing.sleep", args=(0.3,))
+    probes = [dataclasses.replace(slow, budget=("a", 0.5)) for _ in range(4)]
+    other = dataclasses.replace(slow, budget=("b", 0.5))
+    start = time.monotonic()
+    out = small_pool.run({"numpy": [*probes[:2], other, ADD, *probes[2:]]})["numpy"]
+    # two of key "a" spend 0.6 s: its third and fourth are not made
+    assert [o.status for o in out] == ["ok", "ok", "ok", "ok", "withdrawn", "withdrawn"]
+    assert "time budget" in out[4].detail
+    assert time.monotonic() - start < 1.5  # 3 sleeps made, not 5
 
 
 def test_fanout_runs_libraries_concurrently(small_pool: WorkerPool) -> None:

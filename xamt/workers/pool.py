@@ -966,6 +966,8 @@ def _call_value(call: Call) -> dict[str, Any]:
         value["transpose"] = _plain_transpose(call.transpose)
     if call.grad:
         value["grad"] = list(call.grad)
+    if call.budget is not None:
+        value["budget"] = [call.budget[0], float(call.budget[1])]
     return value
 
 

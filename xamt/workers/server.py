@@ -8,7 +8,9 @@ Requests (``op``): ``hello``, ``describe``, ``doc`` (a callable's docstring, its
 and the library functions its source calls), ``call``, ``batch``,
 ``shutdown``. A batch streams one reply frame per call as soon as it is done
 (``{"op": "result", "index": i, ...}``) and a final ``{"op": "done"}``, so when the process dies
-the orchestrator knows which call killed it.
+the orchestrator knows which call killed it. A call of a batch may carry ``budget``: [key,
+seconds], a time budget the batch's calls of that key share; one reached after they spent it
+is not made and answers ``withdrawn``.
 """
 
 from __future__ import annotations
@@ -606,6 +608,23 @@ class Channel:
 VALUE_KEYS = ("args", "kwargs", "calls")
 
 
+OVER_BUDGET = "not made: the calls sharing its time budget had spent it"
+
+
+def _budget(call: dict[str, Any]) -> tuple[str | None, float]:
+    """A call's shared time budget (``budget``: [key, seconds]); (None, 0) where it has none
+    or it is malformed (the call is then made)."""
+    budget = call.get("budget")
+    if (
+        isinstance(budget, list)
+        and len(budget) == 2
+        and isinstance(budget[0], str)
+        and isinstance(budget[1], int | float)
+    ):
+        return budget[0], float(budget[1])
+    return None, 0.0
+
+
 def serve(server: Server, channel: Channel) -> None:
     while True:
         try:
@@ -634,8 +653,16 @@ def serve(server: Server, channel: Channel) -> None:
                     }
                 )
                 continue
+            spent: dict[str, float] = {}  # seconds taken by the calls of each budget key
             for index, call in enumerate(calls):
-                header, values = server.call(call)
+                key, seconds = _budget(call)
+                if key is not None and spent.get(key, 0.0) >= seconds:
+                    header, values = {"status": "withdrawn", "reason": OVER_BUDGET}, {}
+                else:
+                    started = time.perf_counter()
+                    header, values = server.call(call)
+                    if key is not None:
+                        spent[key] = spent.get(key, 0.0) + time.perf_counter() - started
                 channel.write({"op": "result", "id": rid, "index": index, **header}, values)
             channel.write({"op": "done", "id": rid, "count": len(calls)})
         elif op == "hello":
