@@ -358,7 +358,7 @@ def test_a_saturated_library_takes_cold_cases_that_keep_it_at_the_participation_
     taken = []
     for i in range(8):
         case = camp._paced(sinc_case([float(i)] * (i + 1)), {"jax"})  # a new shape each time
-        camp._tally([case])
+        camp._tally(case)
         taken.append("jax" in case.apis)
     # never warm: it takes a case whenever leaving it out would put it under half
     assert taken == [True, False, True, False, True, False, True, False]

@@ -455,7 +455,8 @@ class Campaign:
         try:
             for picks, cases in self._resumed:
                 self._pending.append(self._submit(picks, cases))
-                self._tally(cases)
+                for case in cases:
+                    self._tally(case)
             self._resumed = []
             while not cancel.requested:
                 while not drawn_out() and (
@@ -524,17 +525,17 @@ class Campaign:
         saturated = self._saturated()
         cases = []
         for pick in picks:
-            cases.append(self._paced(self._case(pick), saturated))
-            self._tally(cases[-1:])
+            case = self._paced(self._case(pick), saturated)
+            self._tally(case)  # the next case's floor counts this one
+            cases.append(case)
         return self._submit(picks, cases)
 
-    def _tally(self, cases: Sequence[Case]) -> None:
-        """Count drawn cases in each library's participation (see _below_floor)."""
-        for case in cases:
-            for lib in self._group_libraries.get(case.group, ()):
-                books = self._drawn_part.setdefault(lib, [0, 0])
-                books[0] += 1
-                books[1] += lib in case.apis
+    def _tally(self, case: Case) -> None:
+        """Count a drawn case in each library's participation (see _below_floor)."""
+        for lib in self._group_libraries.get(case.group, ()):
+            books = self._drawn_part.setdefault(lib, [0, 0])
+            books[0] += 1
+            books[1] += lib in case.apis
 
     def _below_floor(self, lib: str) -> bool:
         """Whether leaving ``lib`` out of one more case of its groups would put it below the
