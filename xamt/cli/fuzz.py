@@ -223,6 +223,11 @@ def fuzz(
             on_warning=warn,
             on_campaign=display.campaign,
         )
+        if result.stopped_by:
+            # the stop is written: a later signal (SIGTERM while the summary is printed, as
+            # GitHub Actions sends it after SIGINT) changes nothing, as during the wind-down
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN)
     finally:
         display.close()
     for line in summary_lines(result.document):
